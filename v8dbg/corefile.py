@@ -1,0 +1,229 @@
+"""A core file read directly: the backend for the standalone CLI.
+
+Memory comes from the core's PT_LOAD segments; pages the kernel left out
+(file-backed text and read-only data) come from the mapped files named in
+the NT_FILE note, when those files are on this machine and match.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass
+
+from .elf import PT_LOAD, PT_NOTE, ElfFile, find_build_id, parse_notes
+from .errors import TargetMemoryError, V8DbgError
+from .target import Mapping, Registers, ThreadInfo
+
+NT_PRSTATUS = 1
+NT_PRPSINFO = 3
+NT_FILE = 0x46494C45
+ET_CORE = 4
+
+_REG_NAMES = ("r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax "
+              "rip cs eflags rsp ss fs_base gs_base ds es fs gs").split()
+
+
+@dataclass(frozen=True)
+class FileMapping:
+    start: int
+    end: int
+    offset: int  # bytes into the file
+    path: str
+
+
+class CoreBackend:
+    """Memory, threads and modules of an ELF core dump."""
+
+    kind = "core"
+    live = False
+
+    def __init__(self, core_path: str, binary_path: str | None = None) -> None:
+        self.elf = ElfFile(core_path)
+        if self.elf.e_type != ET_CORE:
+            raise V8DbgError(f"{core_path} is not a core file (ELF type {self.elf.e_type})")
+        self.path = core_path
+        self.binary_path = os.path.abspath(binary_path) if binary_path else None
+        self._threads: list[ThreadInfo] = []
+        self._pid: int | None = None
+        self.process_name: str | None = None
+        self.psargs: str | None = None
+        self.mappings_raw: list[FileMapping] = []
+        self._segs: list[tuple[int, int, int, int]] = []  # (vaddr, memsz, offset, filesz)
+        size = self.elf.size
+        self.truncated = False
+        for seg in self.elf.segments:
+            if seg.type == PT_LOAD:
+                filesz = seg.filesz
+                if seg.offset + filesz > size:
+                    self.truncated = True
+                    filesz = max(0, size - seg.offset)
+                self._segs.append((seg.vaddr, seg.memsz, seg.offset, filesz))
+            elif seg.type == PT_NOTE:
+                end = min(seg.offset + seg.filesz, size)
+                if seg.offset + seg.filesz > size:
+                    self.truncated = True
+                self._parse_notes(self.elf._map[seg.offset:end])
+        self._segs.sort()
+        self._starts = [s[0] for s in self._segs]
+        self._files: dict[str, ElfFile | None] = {}
+        if binary_path:
+            self._files[self._main_path() or self.binary_path] = ElfFile(binary_path)
+
+    # -- notes -----------------------------------------------------------
+
+    def _parse_notes(self, blob: bytes) -> None:
+        for name, ntype, desc in parse_notes(blob):
+            if name == b"CORE" and ntype == NT_PRSTATUS and len(desc) >= 112 + 27 * 8:
+                pid = struct.unpack_from("<i", desc, 32)[0]
+                regs = dict(zip(_REG_NAMES, struct.unpack_from("<27Q", desc, 112)))
+                self._threads.append(ThreadInfo(
+                    pid, None, Registers(regs["rip"], regs["rsp"], regs["rbp"], regs)))
+            elif name == b"CORE" and ntype == NT_PRPSINFO and len(desc) >= 136:
+                self._pid = struct.unpack_from("<i", desc, 24)[0]
+                self.process_name = desc[40:56].split(b"\0")[0].decode("utf-8", "replace")
+                self.psargs = desc[56:136].split(b"\0")[0].decode("utf-8", "replace")
+            elif name == b"CORE" and ntype == NT_FILE and len(desc) >= 16:
+                count, page = struct.unpack_from("<QQ", desc, 0)
+                count = min(count, (len(desc) - 16) // 24)
+                names = desc[16 + count * 24:].split(b"\0")
+                for i in range(count):
+                    s, e, off = struct.unpack_from("<QQQ", desc, 16 + i * 24)
+                    path = names[i].decode("utf-8", "replace") if i < len(names) else ""
+                    self.mappings_raw.append(FileMapping(s, e, off * page, path))
+        if self._threads and self.process_name:
+            self._threads[0].name = self.process_name
+
+    # -- Backend interface ----------------------------------------------
+
+    def pid(self) -> int | None:
+        return self._pid or (self._threads[0].tid if self._threads else None)
+
+    def threads(self) -> list[ThreadInfo]:
+        return list(self._threads)
+
+    def selected_thread(self) -> int | None:
+        # The kernel writes the thread that took the fatal signal first.
+        return self._threads[0].tid if self._threads else None
+
+    def generation(self) -> int:
+        return 0
+
+    def _main_path(self) -> str | None:
+        for m in self.mappings_raw:
+            if m.offset == 0 and m.start <= 0x400000 < m.end:
+                return m.path
+        # A PIE executable: the first mapping listed is the executable.
+        return self.mappings_raw[0].path if self.mappings_raw else None
+
+    def executable(self) -> str | None:
+        return self.binary_path or self._main_path()
+
+    def mappings(self) -> list[Mapping]:
+        main = self._main_path()
+        out = []
+        for m in self.mappings_raw:
+            path = self.binary_path if (self.binary_path and m.path == main) else m.path
+            out.append(Mapping(m.start, m.end, m.offset, path))
+        return out
+
+    def _file(self, path: str) -> ElfFile | None:
+        if path in self._files:
+            return self._files[path]
+        elf = None
+        if path.startswith("/") and os.path.isfile(path):
+            try:
+                cand = ElfFile(path)
+                # Only trust a file whose build-id matches what was mapped.
+                want = self.mapped_build_id(path)
+                if want is None or want == cand.build_id:
+                    elf = cand
+            except V8DbgError:
+                elf = None
+        self._files[path] = elf
+        return elf
+
+    def mapped_build_id(self, path: str) -> str | None:
+        """The build-id in the ELF header page the kernel dumped for `path`."""
+        for m in self.mappings_raw:
+            if m.path == path and m.offset == 0:
+                try:
+                    head = self._read_core(m.start, 4096)
+                except TargetMemoryError:
+                    return None
+                return _build_id_from_header(head)
+        return None
+
+    def _read_core(self, address: int, size: int) -> bytes:
+        i = bisect.bisect_right(self._starts, address) - 1
+        if i < 0:
+            raise TargetMemoryError(address, size)
+        vaddr, memsz, offset, filesz = self._segs[i]
+        if address + size > vaddr + memsz:
+            raise TargetMemoryError(address, size)
+        rel = address - vaddr
+        if rel + size <= filesz:
+            return self.elf._map[offset + rel:offset + rel + size]
+        raise TargetMemoryError(address, size, "not in the core")
+
+    def read(self, address: int, size: int) -> bytes:
+        try:
+            return self._read_core(address, size)
+        except TargetMemoryError:
+            pass
+        # Not dumped: a file-backed page, read from the file itself.
+        for m in self.mappings_raw:
+            if m.start <= address < m.end:
+                if address + size > m.end:
+                    break
+                elf = self._file(m.path)
+                if elf is None:
+                    break
+                foff = m.offset + (address - m.start)
+                if foff + size > elf.size:
+                    break
+                return elf._map[foff:foff + size]
+        # A read spanning two core segments (adjacent mappings).
+        return self._read_spanning(address, size)
+
+    def _read_spanning(self, address: int, size: int) -> bytes:
+        if size <= 1:
+            raise TargetMemoryError(address, size)
+        parts = []
+        pos = address
+        end = address + size
+        guard = 0
+        while pos < end and guard < 4096:
+            guard += 1
+            i = bisect.bisect_right(self._starts, pos) - 1
+            if i < 0:
+                raise TargetMemoryError(address, size)
+            vaddr, memsz, _o, _f = self._segs[i]
+            seg_end = vaddr + memsz
+            if pos >= seg_end:
+                raise TargetMemoryError(address, size)
+            n = min(end, seg_end) - pos
+            if n == size:
+                raise TargetMemoryError(address, size)
+            parts.append(self.read(pos, n))
+            pos += n
+        return b"".join(parts)
+
+
+def _build_id_from_header(head: bytes) -> str | None:
+    """Find the GNU build-id note through the program headers of an ELF header page."""
+    if head[:4] != b"\x7fELF":
+        return None
+    phoff = struct.unpack_from("<Q", head, 32)[0]
+    phnum = struct.unpack_from("<H", head, 56)[0]
+    for i in range(min(phnum, 64)):
+        o = phoff + i * 56
+        if o + 56 > len(head):
+            break
+        p_type, _f, p_offset, _v, _p, p_filesz = struct.unpack_from("<IIQQQQ", head, o)
+        if p_type == PT_NOTE and p_offset + p_filesz <= len(head):
+            bid = find_build_id(head[p_offset:p_offset + p_filesz])
+            if bid:
+                return bid
+    return None

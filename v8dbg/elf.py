@@ -1,0 +1,279 @@
+"""A small, fast ELF reader for executables and shared libraries.
+
+The node binary is 90-150 MB with ~150k symbols; generic ELF libraries take
+seconds to list them. We only need: section and segment tables, the build-id,
+bytes at a virtual address, and the symbol table as flat sorted arrays.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+import re
+import struct
+from dataclasses import dataclass
+from typing import Iterable
+
+from .errors import V8DbgError
+
+PT_LOAD = 1
+PT_NOTE = 4
+SHT_SYMTAB = 2
+SHT_DYNSYM = 11
+STT_FUNC = 2
+STT_OBJECT = 1
+NT_GNU_BUILD_ID = 3
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    type: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    entsize: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    type: int
+    offset: int
+    vaddr: int
+    filesz: int
+    memsz: int
+    flags: int
+
+
+def parse_notes(data: bytes) -> Iterable[tuple[bytes, int, bytes]]:
+    """Yield (name, type, desc) for each note in a PT_NOTE/SHT_NOTE blob."""
+    pos = 0
+    end = len(data)
+    while pos + 12 <= end:
+        namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+        pos += 12
+        name = data[pos:pos + namesz].rstrip(b"\0")
+        pos += (namesz + 3) & ~3
+        if descsz > end - pos:
+            return
+        desc = data[pos:pos + descsz]
+        pos += (descsz + 3) & ~3
+        yield name, ntype, desc
+
+
+def find_build_id(data: bytes) -> str | None:
+    for name, ntype, desc in parse_notes(data):
+        if name == b"GNU" and ntype == NT_GNU_BUILD_ID:
+            return desc.hex()
+    return None
+
+
+class ElfFile:
+    """A mapped ELF64 little-endian file (executable or shared object)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as e:
+            raise V8DbgError(f"cannot open {path}: {e.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+            if size < 64:
+                raise V8DbgError(f"{path} is not an ELF file (too small)")
+            self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        m = self._map
+        if m[:4] != b"\x7fELF" or m[4] != 2 or m[5] != 1:
+            raise V8DbgError(f"{path} is not a 64-bit little-endian ELF file")
+        (self.e_type, self.e_machine) = struct.unpack_from("<HH", m, 16)
+        (self.e_phoff, self.e_shoff) = struct.unpack_from("<QQ", m, 32)
+        (self.e_phentsize, self.e_phnum, self.e_shentsize, self.e_shnum,
+         self.e_shstrndx) = struct.unpack_from("<HHHHH", m, 54)
+        self.segments = self._read_segments()
+        self.sections = self._read_sections()
+        self._by_name = {s.name: s for s in self.sections}
+        self._symbols: tuple[list[int], list[int], list[int]] | None = None
+        self._build_id: str | None | bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self._map)
+
+    def _read_segments(self) -> list[Segment]:
+        out = []
+        m = self._map
+        if self.e_phoff + self.e_phnum * 56 > len(m):
+            return out
+        for i in range(min(self.e_phnum, 4096)):
+            p_type, p_flags, p_offset, p_vaddr, _pa, p_filesz, p_memsz, _al = (
+                struct.unpack_from("<IIQQQQQQ", m, self.e_phoff + i * 56))
+            out.append(Segment(p_type, p_offset, p_vaddr, p_filesz, p_memsz, p_flags))
+        return out
+
+    def _read_sections(self) -> list[Section]:
+        m = self._map
+        if not self.e_shoff or self.e_shoff + self.e_shnum * 64 > len(m):
+            return []
+        raw = []
+        for i in range(min(self.e_shnum, 65535)):
+            (name, stype, _flags, addr, offset, size, link, _info, _align,
+             entsize) = struct.unpack_from("<IIQQQQIIQQ", m, self.e_shoff + i * 64)
+            raw.append((name, stype, addr, offset, size, link, entsize))
+        if self.e_shstrndx >= len(raw):
+            return []
+        stroff = raw[self.e_shstrndx][3]
+        out = []
+        for name, stype, addr, offset, size, link, entsize in raw:
+            end = m.find(b"\0", stroff + name)
+            sname = m[stroff + name:end].decode("ascii", "replace")
+            out.append(Section(sname, stype, addr, offset, size, link, entsize))
+        return out
+
+    def section(self, name: str) -> Section | None:
+        return self._by_name.get(name)
+
+    def section_bytes(self, sec: Section) -> memoryview:
+        return memoryview(self._map)[sec.offset:sec.offset + sec.size]
+
+    @property
+    def build_id(self) -> str | None:
+        if self._build_id is False:
+            bid = None
+            for seg in self.segments:
+                if seg.type == PT_NOTE:
+                    bid = find_build_id(self._map[seg.offset:seg.offset + seg.filesz])
+                    if bid:
+                        break
+            self._build_id = bid
+        return self._build_id  # type: ignore[return-value]
+
+    def vaddr_to_offset(self, vaddr: int) -> int | None:
+        for seg in self.segments:
+            if seg.type == PT_LOAD and seg.vaddr <= vaddr < seg.vaddr + seg.filesz:
+                return seg.offset + (vaddr - seg.vaddr)
+        return None
+
+    def offset_to_vaddr(self, off: int) -> int | None:
+        for seg in self.segments:
+            if seg.type == PT_LOAD and seg.offset <= off < seg.offset + seg.filesz:
+                return seg.vaddr + (off - seg.offset)
+        return None
+
+    def read(self, vaddr: int, size: int) -> bytes | None:
+        """Bytes at a link-time virtual address, from the file image."""
+        off = self.vaddr_to_offset(vaddr)
+        if off is None:
+            return None
+        for seg in self.segments:
+            if seg.type == PT_LOAD and seg.vaddr <= vaddr < seg.vaddr + seg.filesz:
+                avail = seg.vaddr + seg.filesz - vaddr
+                return bytes(self._map[off:off + min(size, avail)])
+        return None
+
+    def file_range(self, vaddr: int) -> tuple[int, int] | None:
+        """(start, end) of the file-backed PT_LOAD image holding vaddr."""
+        for seg in self.segments:
+            if seg.type == PT_LOAD and seg.vaddr <= vaddr < seg.vaddr + seg.filesz:
+                return seg.vaddr, seg.vaddr + seg.filesz
+        return None
+
+    # -- symbols ---------------------------------------------------------
+
+    def _load_symbols(self) -> tuple[list[int], list[int], list[int]]:
+        """Sorted (addresses, sizes, name offsets) of defined FUNC/OBJECT symbols."""
+        if self._symbols is not None:
+            return self._symbols
+        entries: list[tuple[int, int, int]] = []
+        self._strtabs: dict[int, int] = {}
+        for sec in self.sections:
+            if sec.type not in (SHT_SYMTAB, SHT_DYNSYM) or sec.link >= len(self.sections):
+                continue
+            strsec = self.sections[sec.link]
+            data = self.section_bytes(sec)
+            base = strsec.offset
+            for name, info, _other, shndx, value, size in struct.iter_unpack(
+                    "<IBBHQQ", data[:len(data) - len(data) % 24]):
+                if shndx == 0 or value == 0 or (info & 0xF) not in (STT_FUNC, STT_OBJECT, 0):
+                    continue
+                entries.append((value, size, base + name))
+        entries.sort()
+        # Drop exact duplicates (symtab + dynsym list many symbols twice).
+        addrs: list[int] = []
+        sizes: list[int] = []
+        names: list[int] = []
+        last = -1
+        for value, size, noff in entries:
+            if value == last:
+                if size > sizes[-1]:
+                    sizes[-1] = size
+                    names[-1] = noff
+                continue
+            addrs.append(value)
+            sizes.append(size)
+            names.append(noff)
+            last = value
+        self._symbols = (addrs, sizes, names)
+        return self._symbols
+
+    def _cstr(self, off: int) -> str:
+        end = self._map.find(b"\0", off, off + 4096)
+        if end < 0:
+            end = off + 4096
+        return self._map[off:end].decode("utf-8", "replace")
+
+    def symbolize(self, vaddr: int) -> tuple[str, int] | None:
+        """(symbol name, offset) for a link-time address, or None."""
+        addrs, sizes, names = self._load_symbols()
+        i = bisect.bisect_right(addrs, vaddr) - 1
+        if i < 0:
+            return None
+        off = vaddr - addrs[i]
+        if sizes[i] and off >= sizes[i]:
+            # Past the end of a sized symbol: only accept for unsized
+            # assembly labels (embedded builtins have size 0 in some builds).
+            return None
+        if not sizes[i] and off > 1 << 20:
+            return None
+        return self._cstr(names[i]), off
+
+    def symbol_start(self, vaddr: int) -> tuple[int, int] | None:
+        """(start, size) of the symbol covering vaddr."""
+        addrs, sizes, _ = self._load_symbols()
+        i = bisect.bisect_right(addrs, vaddr) - 1
+        if i < 0:
+            return None
+        return addrs[i], sizes[i]
+
+    def symbols_matching(self, pattern: bytes) -> dict[str, int]:
+        """Map name -> address for symbols whose name matches a regex (bytes).
+
+        Scans string tables once instead of decoding every symbol name.
+        """
+        wanted: dict[int, str] = {}
+        rx = re.compile(rb"\x00(" + pattern + rb")\x00")
+        for sec in self.sections:
+            if sec.type not in (SHT_SYMTAB, SHT_DYNSYM) or sec.link >= len(self.sections):
+                continue
+            strsec = self.sections[sec.link]
+            blob = self._map[strsec.offset - 1 if strsec.offset else 0:strsec.offset + strsec.size]
+            shift = strsec.offset - 1 if strsec.offset else 0
+            for m in rx.finditer(blob):
+                wanted[shift + m.start(1)] = m.group(1).decode("ascii", "replace")
+        if not wanted:
+            return {}
+        out: dict[str, int] = {}
+        for sec in self.sections:
+            if sec.type not in (SHT_SYMTAB, SHT_DYNSYM) or sec.link >= len(self.sections):
+                continue
+            base = self.sections[sec.link].offset
+            data = self.section_bytes(sec)
+            for name, _info, _other, shndx, value, _size in struct.iter_unpack(
+                    "<IBBHQQ", data[:len(data) - len(data) % 24]):
+                n = wanted.get(base + name)
+                if n is not None and shndx != 0:
+                    out[n] = value
+        return out

@@ -1,0 +1,146 @@
+"""V8 knowledge read from the node binary itself.
+
+The postmortem symbols (`v8dbg_*`, `nodedbg_*`) are int constants in the
+binary's data; we read them from the file, not the process, so loading is
+the same for cores and live targets. What they lack for a V8 version comes
+from `layouts.py`, the one per-version table.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from dataclasses import dataclass, field
+
+from . import layouts
+from .elf import ElfFile
+from .errors import V8DbgError
+
+_SYMBOL_PATTERN = (rb"(?:v8dbg|nodedbg)_[A-Za-z0-9_]+"
+                   rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch)_E")
+
+
+@dataclass
+class Metadata:
+    """Everything version-specific the decoders need, merged and checked."""
+
+    v8_version: tuple[int, int, int, int]
+    consts: dict[str, int]
+    fields: dict[tuple[str, str], int]
+    type_names: dict[int, str]
+    types: dict[str, int]
+    node: dict[str, int]
+    build_id: str | None
+    binary: str
+    filled: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    unsupported: str | None = None
+
+    @property
+    def version_text(self) -> str:
+        return ".".join(str(x) for x in self.v8_version)
+
+    def const(self, name: str, default: int | None = None) -> int:
+        try:
+            return self.consts[name]
+        except KeyError:
+            if default is not None:
+                return default
+            raise V8DbgError(f"V8 {self.version_text}: constant {name} is unknown "
+                             "(neither in the binary's metadata nor in v8dbg's table)") from None
+
+    def has(self, cls: str, name: str) -> bool:
+        return (cls, name) in self.fields
+
+    def off(self, cls: str, name: str) -> int:
+        """Offset of a field from the object's (untagged) start."""
+        try:
+            return self.fields[(cls, name)]
+        except KeyError:
+            raise V8DbgError(f"V8 {self.version_text}: the offset of {cls}::{name} is unknown "
+                             "(neither in the binary's metadata nor in v8dbg's table)") from None
+
+    def type_of(self, name: str) -> int | None:
+        """Instance type number for a name like 'JS_OBJECT_TYPE'."""
+        return self.types.get(name)
+
+
+def _parse(raw: dict[str, int]) -> tuple[dict[str, int], dict[tuple[str, str], int],
+                                          dict[int, str], dict[str, int], dict[str, int]]:
+    consts: dict[str, int] = {}
+    fields: dict[tuple[str, str], int] = {}
+    type_names: dict[int, str] = {}
+    types: dict[str, int] = {}
+    node: dict[str, int] = {}
+    for name, value in raw.items():
+        if name.startswith("nodedbg_"):
+            node[name[len("nodedbg_"):]] = value
+            continue
+        if not name.startswith("v8dbg_"):
+            continue
+        body = name[len("v8dbg_"):]
+        if body.startswith("class_"):
+            rest = body[len("class_"):]
+            cls, _, tail = rest.partition("__")
+            fname, _, _ftype = tail.partition("__")
+            if cls and fname:
+                fields.setdefault((cls, fname), value)
+        elif body.startswith("type_"):
+            rest = body[len("type_"):]
+            _cls, _, tname = rest.partition("__")
+            if tname:
+                types[tname] = value
+                type_names.setdefault(value, tname)
+        else:
+            consts[body] = value
+    return consts, fields, type_names, types, node
+
+
+_cache: dict[tuple[str, int, int], Metadata] = {}
+
+
+def load(binary: ElfFile) -> Metadata:
+    """Read and merge the metadata of a node binary (cached per file)."""
+    import os
+    try:
+        st = os.stat(binary.path)
+        key = (binary.path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = (binary.path, 0, 0)
+    if key in _cache:
+        return _cache[key]
+    syms = binary.symbols_matching(_SYMBOL_PATTERN)
+    raw: dict[str, int] = {}
+    version = [0, 0, 0, 0]
+    vnames = {"major": 0, "minor": 1, "build": 2, "patch": 3}
+    for name, addr in syms.items():
+        data = binary.read(addr, 4)
+        if data is None or len(data) < 4:
+            continue
+        value = struct.unpack("<i", data)[0]
+        if name.startswith("_ZN2v88internal7Version"):
+            for k, i in vnames.items():
+                if name.endswith(k + "_E"):
+                    version[i] = value
+        else:
+            raw[name] = value
+    if not any(n.startswith("v8dbg_") for n in raw):
+        raise V8DbgError(f"{binary.path} carries no V8 postmortem metadata (v8dbg_* symbols); "
+                         "use an official node release binary")
+    consts, fields, type_names, types, node = _parse(raw)
+    v = (version[0], version[1], version[2], version[3])
+    md = Metadata(v, consts, fields, type_names, types, node, binary.build_id, binary.path)
+    layouts.apply(md)
+    _cache[key] = md
+    return md
+
+
+_warned: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """A warning printed once per process, to stderr (front ends show stderr)."""
+    if message in _warned:
+        return
+    _warned.add(message)
+    print(f"v8dbg: warning: {message}", file=sys.stderr)

@@ -1,0 +1,171 @@
+"""The one interface through which the core sees a process.
+
+A backend (core file, gdb, lldb) supplies raw memory, threads with their
+registers, and the loaded modules. Everything else -- symbols, unwinding,
+V8 knowledge -- lives in the core and is the same for every backend.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .errors import TargetMemoryError
+
+PAGE = 4096
+
+
+@dataclass
+class Registers:
+    """The registers the unwinder needs (x86-64)."""
+
+    rip: int
+    rsp: int
+    rbp: int
+    others: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ThreadInfo:
+    tid: int
+    name: str | None
+    regs: Registers | None
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A file mapped into the target: [start, end) shows the file from `offset`."""
+
+    start: int
+    end: int
+    offset: int
+    path: str
+
+
+class Backend(Protocol):
+    """What a front end must supply."""
+
+    kind: str  # "core", "gdb", "lldb"
+    live: bool
+
+    def read(self, address: int, size: int) -> bytes:
+        """Read exactly `size` bytes or raise TargetMemoryError."""
+        ...
+
+    def threads(self) -> list[ThreadInfo]: ...
+
+    def selected_thread(self) -> int | None:
+        """The tid of the thread the user selected (or the crashing one)."""
+        ...
+
+    def mappings(self) -> list[Mapping]:
+        """File-backed mappings (as in /proc/PID/maps or a core's NT_FILE note)."""
+        ...
+
+    def executable(self) -> str | None: ...
+
+    def pid(self) -> int | None: ...
+
+    def generation(self) -> int:
+        """Changes whenever a live target may have run since the last call."""
+        ...
+
+
+class Memory:
+    """Cached, bounded reads on top of a backend.
+
+    Reads go to the backend in whole pages, so decoders may read word by
+    word without a debugger round trip per word.
+    """
+
+    MAX_READ = 64 << 20
+
+    def __init__(self, backend: Backend, cache_pages: int = 8192) -> None:
+        self.backend = backend
+        self._pages: dict[int, bytes | None] = {}
+        self._limit = cache_pages
+        self.stats_reads = 0
+
+    def clear(self) -> None:
+        self._pages.clear()
+
+    def _page(self, pno: int) -> bytes | None:
+        try:
+            return self._pages[pno]
+        except KeyError:
+            pass
+        if len(self._pages) >= self._limit:
+            self._pages.clear()
+        self.stats_reads += 1
+        try:
+            data = self.backend.read(pno * PAGE, PAGE)
+        except TargetMemoryError:
+            data = None
+        except Exception:  # a debugger API raising its own error type
+            data = None
+        self._pages[pno] = data
+        return data
+
+    def read(self, address: int, size: int) -> bytes:
+        if size < 0 or size > self.MAX_READ or address < 0 or address + size > 1 << 64:
+            raise TargetMemoryError(address, max(size, 0), "out of range")
+        if size == 0:
+            return b""
+        first = address // PAGE
+        last = (address + size - 1) // PAGE
+        if first == last:
+            p = self._page(first)
+            if p is None:
+                raise TargetMemoryError(address, size)
+            off = address - first * PAGE
+            return p[off:off + size]
+        if last - first > 64:
+            # Large block: straight to the backend, no page cache.
+            try:
+                data = self.backend.read(address, size)
+            except Exception:
+                raise TargetMemoryError(address, size) from None
+            if len(data) != size:
+                raise TargetMemoryError(address, size)
+            return data
+        parts = []
+        for pno in range(first, last + 1):
+            p = self._page(pno)
+            if p is None:
+                raise TargetMemoryError(address, size)
+            parts.append(p)
+        blob = b"".join(parts)
+        off = address - first * PAGE
+        return blob[off:off + size]
+
+    def readable(self, address: int, size: int = 8) -> bool:
+        try:
+            self.read(address, size)
+            return True
+        except TargetMemoryError:
+            return False
+
+    def u64(self, address: int) -> int:
+        return struct.unpack("<Q", self.read(address, 8))[0]
+
+    def i64(self, address: int) -> int:
+        return struct.unpack("<q", self.read(address, 8))[0]
+
+    def u32(self, address: int) -> int:
+        return struct.unpack("<I", self.read(address, 4))[0]
+
+    def i32(self, address: int) -> int:
+        return struct.unpack("<i", self.read(address, 4))[0]
+
+    def u16(self, address: int) -> int:
+        return struct.unpack("<H", self.read(address, 2))[0]
+
+    def i16(self, address: int) -> int:
+        return struct.unpack("<h", self.read(address, 2))[0]
+
+    def u8(self, address: int) -> int:
+        return self.read(address, 1)[0]
+
+    def f64(self, address: int) -> float:
+        return struct.unpack("<d", self.read(address, 8))[0]

@@ -1,0 +1,70 @@
+"""Walk a thread's machine stack: CFI for native code, frame pointers for V8 code.
+
+V8's builtins and JIT code carry no unwind tables but always keep rbp as a
+frame pointer; C/C++ code carries `.eh_frame`. Each step picks the method by
+where the pc is, so the walk crosses JS/C++ boundaries in both directions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cfi import RBP, RSP
+from .errors import TargetMemoryError
+from .program import Program
+from .target import Registers
+
+MAX_FRAMES = 4096
+
+
+@dataclass
+class MachineFrame:
+    """One physical frame: the pc being executed and its frame registers."""
+
+    pc: int
+    sp: int
+    fp: int
+    native: bool  # unwound through CFI (C/C++); else a V8 or unknown frame
+
+
+def walk(prog: Program, regs: Registers, limit: int = MAX_FRAMES) -> list[MachineFrame]:
+    mem = prog.mem
+    pc, sp, fp = regs.rip, regs.rsp, regs.rbp
+    frames: list[MachineFrame] = []
+    seen: set[tuple[int, int]] = set()
+    for depth in range(min(limit, MAX_FRAMES)):
+        if pc == 0 or (pc, sp) in seen:
+            break
+        seen.add((pc, sp))
+        lm = prog.module_for(pc)
+        rule = None
+        if lm is not None and prog.builtin_at(pc) is None and lm.cfi is not None:
+            link = lm.link_address(pc - (1 if depth else 0))
+            rule = lm.cfi.rule_at(link) if link is not None else None
+        if rule is not None and rule.cfa_reg in (RSP, RBP):
+            frames.append(MachineFrame(pc, sp, fp, True))
+            cfa = (sp if rule.cfa_reg == RSP else fp) + rule.cfa_off
+            try:
+                ra = mem.u64(cfa + rule.ra_off)
+                nfp = mem.u64(cfa + rule.rbp_off) if rule.rbp_off is not None else fp
+            except TargetMemoryError:
+                break
+            if cfa <= sp and depth:
+                break
+            pc, sp, fp = ra, cfa, nfp
+            continue
+        frames.append(MachineFrame(pc, sp, fp, False))
+        # Frame-pointer step; the chain must move up the stack.
+        if fp == 0 or fp < sp or fp & 7:
+            break
+        try:
+            nfp = mem.u64(fp)
+            ra = mem.u64(fp + 8)
+        except TargetMemoryError:
+            break
+        if nfp != 0 and nfp <= fp:
+            # The chain ends (or is corrupt); one last frame is still useful.
+            pc, sp, fp = ra, fp + 16, 0
+            continue
+        pc, sp, fp = ra, fp + 16, nfp
+    return frames

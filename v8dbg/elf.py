@@ -163,6 +163,11 @@ class ElfFile:
                 return seg.vaddr + (off - seg.offset)
         return None
 
+    def in_bss(self, vaddr: int) -> bool:
+        """True for an address in a segment's zero-filled tail."""
+        return any(seg.type == PT_LOAD and seg.vaddr + seg.filesz <= vaddr < seg.vaddr + seg.memsz
+                   for seg in self.segments)
+
     def read(self, vaddr: int, size: int) -> bytes | None:
         """Bytes at a link-time virtual address, from the file image."""
         off = self.vaddr_to_offset(vaddr)
@@ -254,7 +259,7 @@ class ElfFile:
         Scans string tables once instead of decoding every symbol name.
         """
         wanted: dict[int, str] = {}
-        rx = re.compile(rb"\x00(" + pattern + rb")\x00")
+        rx = re.compile(rb"(?<=\x00)(" + pattern + rb")(?=\x00)")
         for sec in self.sections:
             if sec.type not in (SHT_SYMTAB, SHT_DYNSYM) or sec.link >= len(self.sections):
                 continue

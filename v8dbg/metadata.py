@@ -116,7 +116,9 @@ def load(binary: ElfFile) -> Metadata:
     for name, addr in syms.items():
         data = binary.read(addr, 4)
         if data is None or len(data) < 4:
-            continue
+            if not binary.in_bss(addr):
+                continue
+            data = b"\0\0\0\0"  # zero-initialized (.bss) constant
         value = struct.unpack("<i", data)[0]
         if name.startswith("_ZN2v88internal7Version"):
             for k, i in vnames.items():

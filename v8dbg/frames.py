@@ -1,0 +1,211 @@
+"""The JavaScript view of a thread's stack: machine frames decoded as V8 sees them.
+
+Each machine frame is native (C/C++, unwound by CFI), a typed V8 frame
+(entry, exit, stub, construct: a frame-type marker in the context slot) or a
+JavaScript frame (a context and a JSFunction in their slots). A JS frame's
+position comes from the tier that runs it: the bytecode offset slot
+(interpreted), the pc -> bytecode map (baseline), or the pc -> source
+position table with inlining (Maglev, TurboFan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import codes
+from .errors import DecodeError, TargetMemoryError, V8DbgError
+from .functions import Functions
+from .heap import Heap
+from .program import Program
+from .strings import Strings
+from .target import Registers
+from .unwind import MachineFrame, walk
+
+INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolineForProfiling",
+                        "InterpreterEnterAtBytecode", "InterpreterEnterAtNextBytecode",
+                        "InterpreterEnterBytecodeAdvance", "InterpreterEnterBytecodeDispatch")
+
+MAX_ARGS = 256
+
+
+@dataclass
+class Frame:
+    index: int
+    kind: str  # "native", "js", "internal"
+    pc: int
+    fp: int
+    sp: int
+    symbol: str | None = None
+    module: str | None = None
+    frame_type: str | None = None
+    function: str | None = None
+    function_address: int | None = None
+    script: str | None = None
+    line: int | None = None
+    column: int | None = None
+    tier: str | None = None
+    inlined: bool = False
+    receiver: int | None = None
+    args: list[int] = field(default_factory=list)
+    sfi: int | None = None
+    bytecode_offset: int | None = None
+    position: int | None = None
+    script_address: int | None = None
+    note: str | None = None
+
+
+class StackDecoder:
+    """Turns machine frames into native, internal and JS frames."""
+
+    def __init__(self, prog: Program) -> None:
+        self.prog = prog
+        self.h = Heap(prog)
+        self.s = Strings(self.h)
+        self.f = Functions(self.h, self.s)
+        md = prog.md
+        self.md = md
+        self.off_marker = md.const("off_fp_context_or_frame_type", md.const("off_fp_context", -8))
+        self.off_function = md.const("off_fp_function", -16)
+        self.off_args = md.const("off_fp_args", 16)
+        self.off_bc_array = md.const("off_fp_bytecode_array", -32)
+        self.off_bc_offset = md.const("off_fp_bytecode_offset", -40)
+        self.frame_types = {v: k[len("frametype_"):] for k, v in md.consts.items()
+                            if k.startswith("frametype_")}
+        self.code = codes.Codes(prog, self.h, self.f)
+
+    # -- classification --------------------------------------------------
+
+    def _marker(self, fp: int) -> int | None:
+        """The frame-type marker in the context slot, or None for a JS frame."""
+        v = self.prog.mem.i64(fp + self.off_marker)
+        if v & 1:
+            return None  # a tagged context pointer
+        if 0 <= v < 1 << 16:
+            return v >> 1
+        return -1
+
+    def decode(self, regs: Registers, limit: int = 4096) -> list[Frame]:
+        machine = walk(self.prog, regs, limit)
+        out: list[Frame] = []
+        for mf in machine:
+            out.extend(self._decode_one(mf, len(out)))
+        for i, fr in enumerate(out):
+            fr.index = i
+        return out
+
+    def _decode_one(self, mf: MachineFrame, index: int) -> list[Frame]:
+        prog = self.prog
+        sym = prog.symbolize(mf.pc)
+        base = Frame(index, "native", mf.pc, mf.fp, mf.sp,
+                     symbol=sym.name if sym else None, module=sym.module if sym else None)
+        if mf.native:
+            return [base]
+        builtin = prog.builtin_at(mf.pc)
+        lm = prog.module_for(mf.pc)
+        if lm is not None and builtin is None:
+            # Native code we could not unwind by CFI; keep it as native.
+            return [base]
+        try:
+            marker = self._marker(mf.fp)
+        except TargetMemoryError:
+            base.kind = "internal"
+            base.frame_type = "Unknown"
+            return [base]
+        if marker is not None:
+            base.kind = "internal"
+            base.frame_type = self.frame_types.get(marker, f"Frame{marker}" if marker >= 0 else "Unknown")
+            if builtin:
+                base.symbol = builtin
+            fr = self._builtin_exit(base, marker)
+            return [fr] if fr is not None else [base]
+        try:
+            return self._js_frames(mf, builtin, base)
+        except (DecodeError, TargetMemoryError, V8DbgError) as e:
+            base.kind = "js"
+            base.note = str(e)
+            base.function = "<unknown>"
+            return [base]
+
+    def _builtin_exit(self, base: Frame, marker: int) -> Frame | None:
+        """A C++ builtin called from JS (BuiltinExitFrame) is a JS frame in V8's traces."""
+        if self.frame_types.get(marker) not in ("BuiltinExitFrame",):
+            return None
+        try:
+            fn = self.prog.mem.u64(base.fp + self.md.const("BuiltinExitFrameTargetOffset", 24))
+            if not self.f.is_function(fn):
+                return None
+            sfi = self.f.shared(fn)
+        except (DecodeError, TargetMemoryError, V8DbgError):
+            return None
+        base.kind = "js"
+        base.function_address = fn
+        base.sfi = sfi
+        base.function = self.f.debug_name(sfi)
+        base.tier = "builtin"
+        return base
+
+    def _js_frames(self, mf: MachineFrame, builtin: str | None, base: Frame) -> list[Frame]:
+        mem = self.prog.mem
+        fn = mem.u64(mf.fp + self.off_function)
+        if not self.f.is_function(fn):
+            raise DecodeError(f"frame at fp 0x{mf.fp:x} holds no JSFunction (0x{fn:x})")
+        sfi = self.f.shared(fn)
+        fr = base
+        fr.kind = "js"
+        fr.function_address = fn
+        fr.sfi = sfi
+        fr.function = self.f.debug_name(sfi)
+        self._receiver_args(fr, sfi)
+        script = self.f.script(sfi)
+        if builtin is not None and builtin not in INTERPRETER_BUILTINS \
+                and not builtin.endswith("Handler"):
+            # A JS builtin (Array.prototype.map, ...): no script position.
+            fr.tier = "builtin"
+            fr.script = None
+            return [fr]
+        if script is not None:
+            fr.script = self.f.script_name(script)
+            fr.script_address = script
+        if builtin is not None:
+            fr.tier = "interpreted"
+            bc = mem.u64(mf.fp + self.off_bc_array)
+            raw = mem.u64(mf.fp + self.off_bc_offset)
+            if not self.h.is_smi(raw):
+                raise DecodeError("interpreted frame without a bytecode offset")
+            offset = self.h.smi(raw) - (self.md.off("BytecodeArray", "data") - 1)
+            fr.bytecode_offset = offset
+            pos = self.f.bytecode_position(bc, offset)
+            self._place(fr, script, pos)
+            return [fr]
+        # JIT code on the heap: baseline, Maglev or TurboFan.
+        return self.code.jit_frames(self, mf, fr, fn, sfi, script)
+
+    def _place(self, fr: Frame, script: int | None, pos: int | None) -> None:
+        fr.position = pos
+        if script is None or pos is None:
+            return
+        lc = self.f.position_to_line_col(script, pos)
+        fr.line, fr.column = lc.line, lc.column
+
+    def _receiver_args(self, fr: Frame, sfi: int) -> None:
+        """Receiver and the arguments actually passed (argc from the frame when V8 keeps it)."""
+        mem = self.prog.mem
+        base = fr.fp + self.off_args
+        argc = None
+        off_argc = self.md.consts.get("off_fp_argc")
+        if off_argc is not None:
+            try:
+                argc = mem.u64(fr.fp + off_argc)
+                if self.md.const("ArgcIncludesReceiver", 0):
+                    argc -= 1
+                if not 0 <= argc <= MAX_ARGS:
+                    argc = None
+            except TargetMemoryError:
+                argc = None
+        if argc is None:
+            argc = min(self.f.parameter_count(sfi), MAX_ARGS)
+        try:
+            fr.receiver = mem.u64(base)
+            fr.args = [mem.u64(base + 8 * (i + 1)) for i in range(argc)]
+        except TargetMemoryError:
+            fr.args = []

@@ -211,6 +211,14 @@ class CoreBackend:
         return b"".join(parts)
 
 
+def core_mappings(core_path: str) -> list[Mapping]:
+    """The file mappings a core records (for debugger backends reading cores)."""
+    try:
+        return CoreBackend(core_path).mappings()
+    except V8DbgError:
+        return []
+
+
 def _build_id_from_header(head: bytes) -> str | None:
     """Find the GNU build-id note through the program headers of an ELF header page."""
     if head[:4] != b"\x7fELF":

@@ -282,3 +282,22 @@ class ElfFile:
                 if n is not None and shndx != 0:
                     out[n] = value
         return out
+
+
+_open_cache: dict[tuple[str, int, int], ElfFile] = {}
+
+
+def open_elf(path: str) -> ElfFile:
+    """An ElfFile shared by everything that opens the same unchanged file."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise V8DbgError(f"cannot open {path}: {e.strerror}") from None
+    key = (os.path.realpath(path), st.st_mtime_ns, st.st_size)
+    elf = _open_cache.get(key)
+    if elf is None:
+        if len(_open_cache) > 64:
+            _open_cache.clear()
+        elf = ElfFile(path)
+        _open_cache[key] = elf
+    return elf

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from . import metadata
 from .cfi import CfiTable
 from .corefile import _build_id_from_header
-from .elf import ElfFile
+from .elf import ElfFile, open_elf
 from .errors import TargetMemoryError, V8DbgError
 from .target import Backend, Memory
 
@@ -76,7 +76,7 @@ class Program:
             raise V8DbgError("no node binary: pass --binary NODE (or load it in the debugger)")
         if not os.path.isfile(exe):
             raise V8DbgError(f"node binary {exe} not found")
-        self.binary = ElfFile(exe)
+        self.binary = open_elf(exe)
         self.md = metadata.load(self.binary)
         self._modules: list[LoadedModule] | None = None
         self._starts: list[int] = []
@@ -109,7 +109,7 @@ class Program:
                     elf = None
                     if os.path.isfile(m.path):
                         try:
-                            elf = ElfFile(m.path)
+                            elf = open_elf(m.path)
                         except V8DbgError:
                             elf = None
                     elves[m.path] = elf

@@ -169,3 +169,40 @@ class Memory:
 
     def f64(self, address: int) -> float:
         return struct.unpack("<d", self.read(address, 8))[0]
+
+
+def proc_maps(pid: int) -> list[Mapping]:
+    """File mappings of a live process on this machine, from /proc/PID/maps."""
+    out: list[Mapping] = []
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            lines = fh.readlines()
+    except OSError:
+        return out
+    for line in lines[:100000]:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue
+        lo, hi = parts[0].split("-")
+        out.append(Mapping(int(lo, 16), int(hi, 16), int(parts[2], 16), parts[5].rstrip("\n")))
+    return out
+
+
+def parse_gdb_mappings(text: str) -> list[Mapping]:
+    """File mappings from gdb's `info proc mappings` output."""
+    out: list[Mapping] = []
+    for line in text.splitlines()[:100000]:
+        parts = line.split()
+        if len(parts) < 5 or not parts[0].startswith("0x"):
+            continue
+        path = parts[-1]
+        if not path.startswith("/"):
+            continue
+        try:
+            lo, hi = int(parts[0], 16), int(parts[1], 16)
+            # gdb 13 prints: start end size offset [perms] objfile
+            off = int(parts[3], 16)
+        except ValueError:
+            continue
+        out.append(Mapping(lo, hi, off, path))
+    return out

@@ -1,0 +1,195 @@
+"""v8dbg for gdb: `source plugins/gdb/v8dbg.py`, then `v8dbg` lists the commands.
+
+A thin adapter: it gives the shared core gdb's memory, threads and mappings,
+and prints what the core returns. It reads only; it never writes to the
+inferior or calls functions in it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import gdb  # type: ignore[import-not-found]
+
+
+def _load_core():
+    """Import the core package from this checkout under its own name."""
+    if "v8dbg_core" in sys.modules:
+        return sys.modules["v8dbg_core"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    pkg = os.path.join(os.path.dirname(os.path.dirname(here)), "v8dbg")
+    spec = importlib.util.spec_from_file_location(
+        "v8dbg_core", os.path.join(pkg, "__init__.py"), submodule_search_locations=[pkg])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["v8dbg_core"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+core = _load_core()
+from v8dbg_core.commands import Session, load_all  # noqa: E402
+from v8dbg_core.errors import TargetMemoryError, V8DbgError  # noqa: E402
+from v8dbg_core.target import Registers, ThreadInfo, parse_gdb_mappings, proc_maps  # noqa: E402
+
+_generation = [0]
+
+
+def _bump(_event=None) -> None:
+    _generation[0] += 1
+
+
+gdb.events.stop.connect(_bump)
+gdb.events.cont.connect(_bump)
+gdb.events.new_objfile.connect(_bump)
+
+
+class GdbBackend:
+    """Memory, threads and mappings of gdb's selected inferior."""
+
+    kind = "gdb"
+
+    def __init__(self) -> None:
+        self.inferior = gdb.selected_inferior()
+        self._maps = None
+
+    @property
+    def live(self) -> bool:
+        try:
+            return self.inferior.pid > 0 and os.path.exists(f"/proc/{self.inferior.pid}") \
+                and not _is_core()
+        except gdb.error:
+            return False
+
+    def identity(self):
+        return (self.inferior.num, self.inferior.pid, _core_name(), _generation[0] if False else 0)
+
+    def read(self, address: int, size: int) -> bytes:
+        try:
+            return self.inferior.read_memory(address, size).tobytes()
+        except (gdb.MemoryError, gdb.error, OverflowError, ValueError):
+            raise TargetMemoryError(address, size) from None
+
+    def threads(self) -> list[ThreadInfo]:
+        out = []
+        try:
+            selected = gdb.selected_thread()
+            frame = gdb.selected_frame() if selected is not None else None
+        except gdb.error:
+            selected, frame = None, None
+        try:
+            for t in self.inferior.threads():
+                regs = None
+                try:
+                    t.switch()
+                    f = gdb.newest_frame()
+                    regs = Registers(int(f.read_register("rip")), int(f.read_register("rsp")),
+                                     int(f.read_register("rbp")))
+                except gdb.error:
+                    regs = None
+                out.append(ThreadInfo(t.ptid[1] or t.ptid[0], t.name, regs))
+        finally:
+            if selected is not None:
+                try:
+                    selected.switch()
+                    if frame is not None:
+                        frame.select()
+                except gdb.error:
+                    pass
+        return out
+
+    def selected_thread(self) -> int | None:
+        t = gdb.selected_thread()
+        return (t.ptid[1] or t.ptid[0]) if t is not None else None
+
+    def mappings(self):
+        if self._maps is None:
+            if self.live:
+                self._maps = proc_maps(self.inferior.pid)
+            else:
+                try:
+                    text = gdb.execute("info proc mappings", to_string=True)
+                except gdb.error:
+                    text = ""
+                self._maps = parse_gdb_mappings(text)
+        return self._maps
+
+    def executable(self) -> str | None:
+        name = gdb.current_progspace().filename
+        if name:
+            return name
+        objs = gdb.objfiles()
+        return objs[0].filename if objs else None
+
+    def pid(self) -> int | None:
+        return self.inferior.pid or None
+
+    def generation(self) -> int:
+        return _generation[0]
+
+
+def _is_core() -> bool:
+    return _core_name() is not None
+
+
+def _core_name() -> str | None:
+    try:
+        text = gdb.execute("info target", to_string=True)
+    except gdb.error:
+        return None
+    for line in text.splitlines():
+        if "core dump file" in line:
+            return line.split("`", 1)[-1].split("'", 1)[0]
+    return None
+
+
+def _evaluate(expr: str) -> int:
+    try:
+        v = gdb.parse_and_eval(expr)
+        return int(v.cast(gdb.lookup_type("unsigned long"))) if v.type.code != gdb.TYPE_CODE_INT \
+            else int(v) & 0xFFFFFFFFFFFFFFFF
+    except gdb.error as e:
+        raise V8DbgError(f"cannot evaluate '{expr}': {e}") from None
+
+
+_backend: list = []
+
+
+def _factory():
+    inf = gdb.selected_inferior()
+    key = (inf.num, inf.pid, _generation[0])
+    if not _backend or _backend[0][0] != key:
+        _backend[:] = [(key, GdbBackend())]
+    return _backend[0][1]
+
+
+SESSION = Session(_factory, evaluate=_evaluate)
+
+_ADDRESS_COMMANDS = {"jsprint", "jsclosure", "jssource", "jsconstructor", "findjsrefs"}
+
+
+def _make(cmd):
+    completer = gdb.COMPLETE_EXPRESSION if cmd.name in _ADDRESS_COMMANDS else gdb.COMPLETE_NONE
+
+    class _Cmd(gdb.Command):
+        __doc__ = cmd.help
+
+        def __init__(self) -> None:
+            super().__init__(cmd.name, gdb.COMMAND_DATA, completer)
+
+        def invoke(self, argument: str, from_tty: bool) -> None:
+            try:
+                argv = gdb.string_to_argv(argument)
+            except Exception:
+                argv = argument.split()
+            text, ok = SESSION.run(cmd.name, argv)
+            if text:
+                gdb.write(text + "\n")
+
+    _Cmd.__name__ = f"Cmd_{cmd.name}"
+    return _Cmd()
+
+
+for _c in load_all().values():
+    _make(_c)

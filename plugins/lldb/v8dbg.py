@@ -1,0 +1,240 @@
+"""v8dbg for lldb: `command script import plugins/lldb/v8dbg.py`, then `v8dbg`.
+
+A thin adapter: it gives the shared core lldb's memory, threads and mappings,
+and prints what the core returns. It reads only; it never writes to the
+process or runs expressions in it (ADDR arguments are evaluated without
+running target code).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import struct
+import sys
+
+import lldb  # type: ignore[import-not-found]
+
+
+def _load_core():
+    """Import the core package from this checkout under its own name."""
+    if "v8dbg_core" in sys.modules:
+        return sys.modules["v8dbg_core"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    pkg = os.path.join(os.path.dirname(os.path.dirname(here)), "v8dbg")
+    spec = importlib.util.spec_from_file_location(
+        "v8dbg_core", os.path.join(pkg, "__init__.py"), submodule_search_locations=[pkg])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["v8dbg_core"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+core = _load_core()
+from v8dbg_core.commands import Session, load_all  # noqa: E402
+from v8dbg_core.corefile import core_mappings  # noqa: E402
+from v8dbg_core.errors import TargetMemoryError, V8DbgError  # noqa: E402
+from v8dbg_core.target import Registers, ThreadInfo, proc_maps  # noqa: E402
+
+
+def _target():
+    return lldb.debugger.GetSelectedTarget()
+
+
+class LldbBackend:
+    """Memory, threads and mappings of lldb's selected process."""
+
+    kind = "lldb"
+
+    def __init__(self) -> None:
+        self.target = _target()
+        self.process = self.target.GetProcess()
+        if not self.process.IsValid():
+            raise V8DbgError("no process: attach to a node process or load a core first")
+        self._maps = None
+
+    @property
+    def live(self) -> bool:
+        return self.process.GetPluginName() != "elf-core"
+
+    def identity(self):
+        return (self.target.GetExecutable().fullpath, self.process.GetProcessID(),
+                self.process.GetPluginName())
+
+    def read(self, address: int, size: int) -> bytes:
+        err = lldb.SBError()
+        try:
+            data = self.process.ReadMemory(address, size, err)
+        except (OverflowError, TypeError):
+            raise TargetMemoryError(address, size) from None
+        if err.Fail() or data is None or len(data) != size:
+            raise TargetMemoryError(address, size)
+        return bytes(data)
+
+    def threads(self) -> list[ThreadInfo]:
+        out = []
+        for i in range(self.process.GetNumThreads()):
+            t = self.process.GetThreadAtIndex(i)
+            f = t.GetFrameAtIndex(0)
+            regs = None
+            if f.IsValid():
+                vals = [f.FindRegister(r).GetValueAsUnsigned() for r in ("rip", "rsp", "rbp")]
+                regs = Registers(*vals)
+            out.append(ThreadInfo(t.GetThreadID(), t.GetName(), regs))
+        return out
+
+    def selected_thread(self) -> int | None:
+        t = self.process.GetSelectedThread()
+        return t.GetThreadID() if t.IsValid() else None
+
+    def mappings(self):
+        if self._maps is None:
+            pid = self.process.GetProcessID()
+            if self.live:
+                self._maps = proc_maps(pid)
+            else:
+                path = _find_core_file(pid)
+                self._maps = core_mappings(path) if path else self._module_mappings()
+        return self._maps
+
+    def _module_mappings(self):
+        """Loaded sections as mappings, when the core file cannot be found."""
+        from v8dbg_core.target import Mapping
+        out = []
+        for i in range(self.target.GetNumModules()):
+            m = self.target.GetModuleAtIndex(i)
+            path = m.GetFileSpec().fullpath
+            for j in range(m.GetNumSections()):
+                s = m.GetSectionAtIndex(j)
+                start = s.GetLoadAddress(self.target)
+                if start == lldb.LLDB_INVALID_ADDRESS or not s.GetFileByteSize():
+                    continue
+                out.append(Mapping(start, start + s.GetFileByteSize(), s.GetFileOffset(), path))
+        return out
+
+    def executable(self) -> str | None:
+        return self.target.GetExecutable().fullpath
+
+    def pid(self) -> int | None:
+        return self.process.GetProcessID() or None
+
+    def generation(self) -> int:
+        return self.process.GetStopID()
+
+
+def _find_core_file(pid: int) -> str | None:
+    """The core file this lldb has open for process `pid` (lldb 16 cannot name it)."""
+    cands: list[str] = []
+    try:
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                cands.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                parts = line.split(None, 5)
+                if len(parts) == 6:
+                    cands.append(parts[5].strip())
+    except OSError:
+        pass
+    for arg in _cmdline():
+        cands.append(os.path.abspath(arg))
+    seen = set()
+    for path in cands:
+        if path in seen or not path.startswith("/") or not os.path.isfile(path):
+            continue
+        seen.add(path)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(64)
+        except OSError:
+            continue
+        if head[:4] != b"\x7fELF" or struct.unpack_from("<H", head, 16)[0] != 4:
+            continue
+        try:
+            from v8dbg_core.corefile import CoreBackend
+            if CoreBackend(path).pid() == pid:
+                return path
+        except V8DbgError:
+            continue
+    return None
+
+
+def _cmdline() -> list[str]:
+    try:
+        with open("/proc/self/cmdline", "rb") as fh:
+            return [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def _evaluate(expr: str) -> int:
+    frame = _target().GetProcess().GetSelectedThread().GetSelectedFrame()
+    opts = lldb.SBExpressionOptions()
+    opts.SetTryAllThreads(False)
+    opts.SetAllowJIT(False)  # never run code in the target
+    v = frame.EvaluateExpression(expr, opts) if frame.IsValid() else \
+        _target().EvaluateExpression(expr, opts)
+    if not v.GetError().Success():
+        try:
+            return int(expr, 0)
+        except ValueError:
+            raise V8DbgError(f"cannot evaluate '{expr}': {v.GetError().GetCString()}") from None
+    return v.GetValueAsUnsigned()
+
+
+_backend: list = []
+
+
+def _factory():
+    t = _target()
+    p = t.GetProcess()
+    key = (t.GetExecutable().fullpath, p.GetProcessID(), p.GetStopID())
+    if not _backend or _backend[0][0] != key:
+        _backend[:] = [(key, LldbBackend())]
+    return _backend[0][1]
+
+
+SESSION = Session(_factory, evaluate=_evaluate)
+
+
+class _Command:
+    """Base of every v8dbg command class registered with lldb."""
+
+    name = ""
+
+    def __init__(self, debugger, internal_dict) -> None:
+        pass
+
+    def __call__(self, debugger, command, exe_ctx, result) -> None:
+        try:
+            argv = shlex.split(command)
+        except ValueError:
+            argv = command.split()
+        text, ok = SESSION.run(self.name, argv)
+        if ok or text.startswith("{"):
+            result.AppendMessage(text)
+        else:
+            result.SetError(text)
+
+    def get_short_help(self) -> str:
+        return COMMANDS[self.name].summary
+
+    def get_long_help(self) -> str:
+        return COMMANDS[self.name].help
+
+
+COMMANDS = load_all()
+
+
+def __lldb_init_module(debugger, internal_dict) -> None:
+    mod = __name__
+    for name in COMMANDS:
+        cls = type(f"Cmd_{name}", (_Command,), {"name": name})
+        globals()[cls.__name__] = cls
+        debugger.HandleCommand(f"command script add -o -c {mod}.{cls.__name__} {name}")

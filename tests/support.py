@@ -1,0 +1,210 @@
+"""Test support: pinned node binaries, cores made by real node, and the three front ends.
+
+Cores and what node itself said about them (written by the fixture next to
+the core) are cached under .cache/cores, keyed by node version, fixture text
+and flags, so a test run makes each core once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache"
+FIXTURES = ROOT / "tests" / "fixtures"
+VERSIONS = ["18.20.8", "20.20.2", "22.23.3", "24.21.0", "26.10.0"]
+FRONTENDS = ["cli", "gdb", "lldb"]
+SYSTEM_PYTHON = "/usr/bin/python3"
+LLDB = shutil.which("lldb-16") or shutil.which("lldb") or "lldb-16"
+GDB = shutil.which("gdb") or "gdb"
+
+
+def node_binary(version: str) -> Path:
+    p = CACHE / "node" / version / "bin" / "node"
+    if not p.exists():
+        raise RuntimeError(f"node {version} is missing: run scripts/setup.sh")
+    return p
+
+
+def major(version: str) -> int:
+    return int(version.split(".")[0])
+
+
+def _key(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def make_core(version: str, fixture: str, flags: tuple[str, ...] = (), env: dict | None = None,
+              timeout: float = 120) -> Path:
+    """Run tests/fixtures/FIXTURE under node VERSION until it aborts; return its directory.
+
+    The directory holds `core` and whatever the fixture wrote (expected-*.json/txt).
+    """
+    src = (FIXTURES / fixture).read_text()
+    d = CACHE / "cores" / version / f"{Path(fixture).stem}-{_key(src, *flags, json.dumps(env or {}))}"
+    if (d / "core").exists() and (d / "done").exists():
+        return d
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    e = dict(os.environ)
+    e.update(env or {})
+    e["V8DBG_OUT"] = str(d)
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+    proc = subprocess.run([str(node_binary(version)), *flags, str(FIXTURES / fixture)], cwd=d,
+                          env=e, preexec_fn=limits, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=timeout)
+    core = d / "core"
+    if not core.exists():
+        cands = sorted(d.glob("core*"))
+        if cands:
+            cands[0].rename(core)
+    if not core.exists():
+        raise RuntimeError(f"node {version} {fixture} left no core (exit {proc.returncode}): "
+                           f"{proc.stdout[-2000:].decode(errors='replace')}\n"
+                           f"core_pattern: {Path('/proc/sys/kernel/core_pattern').read_text()}")
+    (d / "done").write_text("ok")
+    return d
+
+
+def read_json(d: Path, name: str):
+    return json.loads((d / name).read_text())
+
+
+# -- front ends -----------------------------------------------------------
+
+def run_cli(version: str, core: Path, commands: list[str], timeout: float = 300) -> list[str]:
+    """Each command through `python -m v8dbg`; returns each command's stdout+stderr."""
+    outs = []
+    for c in commands:
+        p = subprocess.run([sys.executable, "-m", "v8dbg", *c.split(), "--core", str(core),
+                            "--binary", str(node_binary(version))], cwd=ROOT,
+                           capture_output=True, text=True, timeout=timeout)
+        outs.append((p.stdout + p.stderr).rstrip("\n"))
+    return outs
+
+
+MARK = "@@V8DBG-CMD@@"
+
+
+def _split(out: str, n: int) -> list[str]:
+    parts = out.split(MARK)[1:]
+    res = []
+    for part in parts[:n]:
+        lines = [l for l in part.split("\n")[1:] if not l.startswith("(lldb) ")]
+        res.append("\n".join(lines).strip("\n"))
+    while len(res) < n:
+        res.append("")
+    return res
+
+
+def run_gdb(version: str, commands: list[str], core: Path | None = None, pid: int | None = None,
+            timeout: float = 600) -> list[str]:
+    args = [GDB, "-nx", "-q", "-batch", "-ex", "set pagination off", "-ex", "set width 0",
+            "-ex", f"source {ROOT}/plugins/gdb/v8dbg.py"]
+    for c in commands:
+        args += ["-ex", f"echo {MARK}\\n", "-ex", c]
+    args.append(str(node_binary(version)))
+    if core is not None:
+        args.append(str(core))
+    else:
+        args += ["-p", str(pid)]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return _split(p.stdout + "\n" + _filter_stderr(p.stderr), len(commands))
+
+
+def _filter_stderr(err: str) -> str:
+    keep = [l for l in err.splitlines() if l.startswith("v8dbg") or "Traceback" in l
+            or l.startswith("  File ") or "Error" in l]
+    return "\n".join(keep)
+
+
+def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: int | None = None,
+             timeout: float = 600) -> list[str]:
+    args = [LLDB, "--no-lldbinit", "-b"]
+    if core is not None:
+        args += ["-c", str(core), str(node_binary(version))]
+    else:
+        args += ["-p", str(pid)]
+    args += ["-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py"]
+    for c in commands:
+        args += ["-o", f"script print('{MARK}')", "-o", c]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return _split(p.stdout + "\n" + p.stderr, len(commands))
+
+
+def run(frontend: str, version: str, core: Path, commands: list[str]) -> list[str]:
+    if frontend == "cli":
+        return run_cli(version, core, commands)
+    if frontend == "gdb":
+        return run_gdb(version, commands, core=core)
+    return run_lldb(version, commands, core=core)
+
+
+def json_line(text: str) -> dict:
+    """The one JSON document a --json command printed among other output."""
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("error: "):
+            s = s[len("error: "):]
+        if s.startswith("{"):
+            return json.loads(s)
+    raise AssertionError(f"no JSON line in output:\n{text}")
+
+
+# -- live processes -------------------------------------------------------
+
+class LiveNode:
+    """A node process running a fixture, for attach tests; killed on exit."""
+
+    def __init__(self, version: str, fixture: str, flags: tuple[str, ...] = ()) -> None:
+        self.dir = CACHE / "live" / version / Path(fixture).stem
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+        self.dir.mkdir(parents=True)
+        env = dict(os.environ, V8DBG_OUT=str(self.dir))
+        self.proc = subprocess.Popen([str(node_binary(version)), *flags, str(FIXTURES / fixture)],
+                                     cwd=self.dir, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        ready = self.dir / "ready"
+        deadline = time.time() + 60
+        while not ready.exists():
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.close()
+                raise RuntimeError(f"live fixture {fixture} did not start")
+            time.sleep(0.05)
+        self.pid = self.proc.pid
+
+    def cpu_time(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def __enter__(self) -> "LiveNode":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

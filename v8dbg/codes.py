@@ -60,10 +60,10 @@ class Codes:
 
     def _info(self, code: int) -> CodeInfo:
         h, md = self.h, self.md
-        if md.has("Code", "instruction_start"):
-            start = h.mem.u64(code - 1 + md.off("Code", "instruction_start"))
+        if md.const("CodeInstructionsInline", 0):
+            start = code - 1 + md.off("Code", "instruction_start")
         else:
-            start = code - 1 + md.off("Code", "instruction_start_inline")
+            start = h.mem.u64(code - 1 + md.off("Code", "instruction_start"))
         size = h.mem.i32(code - 1 + md.off("Code", "instruction_size"))
         flags = h.mem.u32(code - 1 + md.off("Code", "flags"))
         kind = (flags >> md.const("CodeKindFieldShift", 0)) & md.const("CodeKindFieldMask", 15)

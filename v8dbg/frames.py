@@ -123,7 +123,8 @@ class StackDecoder:
         except (DecodeError, TargetMemoryError, V8DbgError) as e:
             base.kind = "js"
             base.note = str(e)
-            base.function = "<unknown>"
+            if base.function is None:
+                base.function = "<unknown>"
             return [base]
 
     def _builtin_exit(self, base: Frame, marker: int) -> Frame | None:

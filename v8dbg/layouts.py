@@ -32,8 +32,56 @@ COMMON: dict[str, Any] = {
         ("Script", "column_offset"): 32,
         ("Script", "id"): 64,
         ("InterpreterData", "bytecode_array"): 8,
+        ("BytecodeArray", "length"): 8,
+        # Objects and values (checked in cores of every supported line).
+        ("Map", "used_or_unused_instance_size_in_words"): 10,
+        ("JSArray", "length"): 24,
+        ("Oddball", "to_string"): 16,
+        ("PropertyArray", "length_and_hash"): 8,
+        ("AccessorPair", "getter"): 8,
+        ("AccessorPair", "setter"): 16,
+        ("PropertyCell", "name"): 8,
+        ("PropertyCell", "property_details_raw"): 16,
+        ("PropertyCell", "value"): 24,
+        ("Symbol", "flags"): 12,
+        ("BigInt", "bitfield"): 8,
+        ("BigInt", "digits"): 16,
+        ("JSPrimitiveWrapper", "value"): 24,
+        ("JSRegExp", "flags"): 40,
+        ("JSPromise", "reactions_or_result"): 24,
+        ("JSPromise", "flags"): 32,
+        ("JSProxy", "target"): 16,
+        ("JSProxy", "handler"): 24,
+        ("JSBoundFunction", "bound_target_function"): 24,
+        ("JSBoundFunction", "bound_this"): 32,
+        ("JSBoundFunction", "bound_arguments"): 40,
+        ("JSCollection", "table"): 24,
+        ("JSWeakCollection", "table"): 24,
+        ("JSGeneratorObject", "function"): 24,
+        ("JSGeneratorObject", "context"): 32,
+        ("JSGeneratorObject", "receiver"): 40,
+        ("JSGeneratorObject", "continuation"): 64,
+        ("JSArrayBufferView", "buffer"): 24,
+        ("JSArrayBufferView", "bit_field"): 48,
+        ("JSDataView", "data_pointer"): 56,
     },
 }
+
+# Typed-array elements kinds, in each line's numbering (Map bit_field2).
+_TYPED_KINDS_OLD = ("Uint8", "Int8", "Uint16", "Int16", "Uint32", "Int32", "Float32",
+                    "Float64", "Uint8Clamped", "BigUint64", "BigInt64")
+_TYPED_KINDS_NEW = ("Uint8", "Int8", "Uint16", "Int16", "Uint32", "Int32", "BigUint64",
+                    "BigInt64", "Uint8Clamped", "Float32", "Float64", "Float16")
+
+
+def _typed_kinds(order: tuple[str, ...], first: int) -> dict[str, int]:
+    return {f"ElementsKind{name}Array": first + i for i, name in enumerate(order)}
+
+
+def _types(**numbers: int) -> dict[str, int]:
+    """Instance types the metadata lacks, as `type_NAME` constants."""
+    return {f"type_{name}": value for name, value in numbers.items()}
+
 
 VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     (10, 2): {"consts": {
@@ -41,13 +89,13 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
         "DeoptimizationDataLiteralArrayIndex": 2,
         "DeoptimizationDataInliningPositionsIndex": 7,
         "CodeKindBaseline": 11,
+        "CodeInstructionsInline": 1,  # instructions follow the Code header
     }, "fields": {
         ("BytecodeArray", "source_position_table"): 32,
         ("BytecodeArray", "constant_pool"): 16,
         ("BytecodeArray", "parameter_size"): 44,
         ("Code", "deoptimization_data"): 16,
         ("Code", "source_position_table"): 24,
-        ("Code", "instruction_start_inline"): 128,
     }},
     (11, 3): {"consts": {}, "fields": {
         ("BytecodeArray", "source_position_table"): 32,
@@ -89,6 +137,86 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     }},
 }
 
+# Object and value facts per line: typed-array kinds, instance types the
+# metadata lacks, and fields that moved. Merged into VERSIONS below.
+_HASH_TABLES_OLD = dict(EPHEMERON_HASH_TABLE_TYPE=181, GLOBAL_DICTIONARY_TYPE=182,
+                        NAME_DICTIONARY_TYPE=183, NUMBER_DICTIONARY_TYPE=185,
+                        ORDERED_HASH_MAP_TYPE=186, ORDERED_HASH_SET_TYPE=187)
+_HASH_TABLES_13 = dict(EPHEMERON_HASH_TABLE_TYPE=207, GLOBAL_DICTIONARY_TYPE=208,
+                       NAME_DICTIONARY_TYPE=209, NUMBER_DICTIONARY_TYPE=211,
+                       ORDERED_HASH_MAP_TYPE=212, ORDERED_HASH_SET_TYPE=213)
+_VALUES: dict[tuple[int, int], dict[str, Any]] = {
+    (10, 2): {"consts": {
+        **_typed_kinds(_TYPED_KINDS_OLD, 17),
+        **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2096, NATIVE_CONTEXT_TYPE=214,
+                 JS_CLASS_CONSTRUCTOR_TYPE=2080, **_HASH_TABLES_OLD),
+        "FirstJSFunctionType": 2065, "LastJSFunctionType": 2080,
+    }, "fields": {("JSArrayBuffer", "bit_field"): 56}},
+    (11, 3): {"consts": {
+        **_typed_kinds(_TYPED_KINDS_OLD, 18),
+        **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2105, NATIVE_CONTEXT_TYPE=212,
+                 JS_CLASS_CONSTRUCTOR_TYPE=2081, EPHEMERON_HASH_TABLE_TYPE=177,
+                 GLOBAL_DICTIONARY_TYPE=178, NAME_DICTIONARY_TYPE=179, NUMBER_DICTIONARY_TYPE=181,
+                 ORDERED_HASH_MAP_TYPE=182, ORDERED_HASH_SET_TYPE=183),
+        "FirstJSFunctionType": 2066, "LastJSFunctionType": 2081,
+    }, "fields": {("JSArrayBuffer", "bit_field"): 64}},
+    (12, 4): {"consts": {
+        **_typed_kinds(_TYPED_KINDS_OLD, 18),
+        **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2107, NATIVE_CONTEXT_TYPE=197,
+                 JS_CLASS_CONSTRUCTOR_TYPE=2082, EPHEMERON_HASH_TABLE_TYPE=176,
+                 GLOBAL_DICTIONARY_TYPE=177, NAME_DICTIONARY_TYPE=178, NUMBER_DICTIONARY_TYPE=180,
+                 ORDERED_HASH_MAP_TYPE=181, ORDERED_HASH_SET_TYPE=182),
+    }, "fields": {("JSArrayBuffer", "bit_field"): 64}},
+    (13, 6): {"consts": {
+        **_typed_kinds(_TYPED_KINDS_NEW, 18),
+        **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2109, NATIVE_CONTEXT_TYPE=227,
+                 JS_CLASS_CONSTRUCTOR_TYPE=2081, **_HASH_TABLES_13),
+        "JSDateValueIsRaw": 1,  # a raw float64, not a tagged number
+    }, "fields": {
+        ("JSArrayBuffer", "bit_field"): 72,
+        ("JSArrayBufferView", "buffer"): 32,
+        ("JSArrayBufferView", "bit_field"): 40,
+        ("JSDataView", "data_pointer"): 64,
+    }},
+    (14, 6): {"consts": {
+        **_typed_kinds(_TYPED_KINDS_NEW, 18),
+        **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2111, NATIVE_CONTEXT_TYPE=228,
+                 JS_CLASS_CONSTRUCTOR_TYPE=2082, HOLE_TYPE=274, **_HASH_TABLES_13),
+        "JSDateValueIsRaw": 1,
+    }, "fields": {
+        ("JSArrayBuffer", "bit_field"): 72,
+        ("JSArrayBufferView", "buffer"): 32,
+        ("JSArrayBufferView", "bit_field"): 40,
+        ("JSDataView", "data_pointer"): 64,
+    }},
+}
+for _key, _extra in _VALUES.items():
+    for _part in ("consts", "fields"):
+        for _name, _value in _extra[_part].items():
+            VERSIONS[_key][_part].setdefault(_name, _value)
+
+# Heap pages (MemoryChunk), for the heap census. Offsets are into the page
+# header itself (PageMetadataPointer 0) or, from V8 13.6, into the metadata
+# object that the word at PageMetadataPointer points to. Pages are
+# PageAlignment-aligned; flag bits: 8 from-space, 16 to-space. PageListNext/
+# Prev link a space's pages (to metadata objects from 13.6). Checked in cores.
+_PAGE_INLINE_OLD = dict(PageMetadataPointer=0, PageFlags=8, PageHeap=16, PageAreaStart=24,
+                        PageAreaEnd=32, PageOwner=64)
+_PAGE_META = dict(PageMetadataPointer=8, PageFlags=0, PageHeap=64, PageAreaStart=72,
+                  PageAreaEnd=56, PageOwner=80, PageListNext=264, PageListPrev=272)
+_HEAP_PAGES: dict[tuple[int, int], dict[str, int]] = {
+    (10, 2): dict(_PAGE_INLINE_OLD, PageListNext=232, PageListPrev=240),
+    (11, 3): dict(_PAGE_INLINE_OLD, PageListNext=264, PageListPrev=272),
+    (12, 4): dict(PageMetadataPointer=0, PageFlags=0, PageHeap=24, PageAreaStart=32,
+                  PageAreaEnd=40, PageOwner=72, PageListNext=264, PageListPrev=272),
+    (13, 6): dict(_PAGE_META),
+    (14, 6): dict(_PAGE_META),
+}
+for _key, _extra in _HEAP_PAGES.items():
+    for _name, _value in dict(_extra, PageAlignment=1 << 18, PageFromFlag=8,
+                              PageToFlag=16).items():
+        VERSIONS[_key]["consts"].setdefault(_name, _value)
+
 SUPPORTED = sorted(VERSIONS)
 
 
@@ -116,3 +244,8 @@ def apply(md: Any) -> None:
         if k not in md.fields:
             md.fields[k] = value
             md.filled.append(f"{k[0]}::{k[1]}")
+    # Instance types the binary does not name come as `type_NAME` constants.
+    for name, value in list(md.consts.items()):
+        if name.startswith("type_") and name[5:] not in md.types:
+            md.types[name[5:]] = value
+            md.type_names.setdefault(value, name[5:])

@@ -120,6 +120,10 @@ class CoreBackend:
     def executable(self) -> str | None:
         return self.binary_path or self._main_path()
 
+    def regions(self) -> list[tuple[int, int]]:
+        """[start, end) of the memory the core holds (its PT_LOAD contents)."""
+        return [(v, v + f) for v, _m, _o, f in self._segs if f]
+
     def mappings(self) -> list[Mapping]:
         main = self._main_path()
         out = []

@@ -1,0 +1,628 @@
+"""Heap census: find V8's heap pages and walk their live objects.
+
+The node binary carries no description of V8's page headers, so pages are
+found by looking at every 256 KiB-aligned address of the target's memory for
+a header of the shape recorded per version in `layouts.py` (area start/end
+inside the chunk, and a Heap pointer that all pages share). Each page is then
+walked object by object, the size of each object coming from its map.
+
+Only live objects are counted, so the walk must not step into memory V8 no
+longer uses: new-space from-space pages and to-space pages past the current
+one, the unused tail [top, limit) of each linear allocation area, and free
+space / filler objects. The allocation areas are found next to the Heap
+object (V8 keeps the new- and old-space ones in the isolate just before it)
+and in the space objects, and only trusted when the walk lands exactly on
+their top.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from array import array
+from dataclasses import dataclass, field
+
+from .errors import TargetMemoryError, V8DbgError
+from .heap import Heap
+from .program import Program
+
+PAGE_SIZE_LIMIT = 1 << 30  # a large-object page may be big, not bigger than this
+MAX_PAGES = 200000
+MAX_REGION_PROBES = 4 << 20
+LAB_SEARCH_BEFORE = 0x20000
+LAB_SEARCH_AFTER = 0x1000
+OWNER_SEARCH = 0x400
+MAX_RESYNC_WORDS = 1 << 18
+
+# Object kinds, for the walk's size computation.
+K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_UNKNOWN, K_BIGINT, K_PROPARRAY, \
+    K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_BAD = range(13)
+
+
+@dataclass
+class Page:
+    """One V8 memory chunk: objects live in [start, end)."""
+
+    address: int
+    flags: int
+    owner: int
+    start: int
+    end: int
+    meta: int  # where the header fields were read (the page, or its metadata)
+    heap: int = 0  # the Heap the page belongs to
+    skips: list[tuple[int, int]] = field(default_factory=list)  # [top, limit) to skip
+    young: bool = False
+
+
+@dataclass
+class MapStats:
+    """Live objects of one map (addresses kept for JS objects only)."""
+
+    map: int
+    instance_type: int
+    size: int = 0  # bytes of all objects
+    count: int = 0
+    addresses: array | None = None
+
+
+@dataclass
+class Census:
+    pages: list[Page]
+    maps: dict[int, MapStats]
+    total_objects: int
+    total_bytes: int
+    seconds: float
+    unknown_sizes: int  # objects whose size was found by resynchronising
+    heap: int
+
+
+class _Layout:
+    """Page header offsets for this V8 version (from layouts.py via metadata)."""
+
+    def __init__(self, prog: Program) -> None:
+        c = prog.md.consts
+        try:
+            self.align = c.get("PageAlignment", 1 << 18)
+            self.meta_ptr = c["PageMetadataPointer"]  # 0: header fields are in the page
+            self.flags = c["PageFlags"]
+            self.heap = c["PageHeap"]
+            self.area_start = c["PageAreaStart"]
+            self.area_end = c["PageAreaEnd"]
+            self.owner = c["PageOwner"]
+            self.next = c.get("PageListNext", -1)
+            self.prev = c.get("PageListPrev", -1)
+            self.from_flag = c.get("PageFromFlag", 8)
+            self.to_flag = c.get("PageToFlag", 16)
+        except KeyError as e:
+            raise V8DbgError(f"no heap page layout for V8 {prog.md.version_text}: "
+                             f"{e.args[0]} is missing from the layout table") from None
+
+
+# -- memory regions ----------------------------------------------------------
+
+def regions(prog: Program) -> list[tuple[int, int]]:
+    """Readable [start, end) ranges of the target, from the backend."""
+    fn = getattr(prog.backend, "regions", None)
+    out: list[tuple[int, int]] = []
+    if fn is not None:
+        try:
+            out = list(fn())
+        except Exception:
+            out = []
+    if not out:
+        pid = prog.backend.pid() if hasattr(prog.backend, "pid") else None
+        if pid and getattr(prog.backend, "live", False):
+            out = proc_regions(pid)
+    return sorted(out)
+
+
+def proc_regions(pid: int) -> list[tuple[int, int]]:
+    """Readable mappings of a live process on this machine."""
+    out = []
+    try:
+        with open(f"/proc/{pid}/maps") as fh:
+            lines = fh.readlines()
+    except OSError:
+        return out
+    for line in lines[:200000]:
+        parts = line.split(None, 5)
+        if len(parts) < 2 or not parts[1].startswith("r"):
+            continue
+        if len(parts) >= 6 and parts[5].strip() in ("[vvar]", "[vsyscall]"):
+            continue
+        lo, hi = parts[0].split("-")
+        out.append((int(lo, 16), int(hi, 16)))
+    return out
+
+
+def core_regions(path: str) -> list[tuple[int, int]]:
+    """The memory a core file holds: its PT_LOAD segments with file contents."""
+    from .elf import PT_LOAD, ElfFile
+    try:
+        elf = ElfFile(path)
+    except (V8DbgError, OSError):
+        return []
+    out = []
+    for seg in elf.segments:
+        if seg.type == PT_LOAD and seg.filesz:
+            out.append((seg.vaddr, seg.vaddr + min(seg.filesz, seg.memsz)))
+    return out
+
+
+# -- finding pages -----------------------------------------------------------
+
+def find_pages(prog: Program, lay: _Layout) -> tuple[int, list[Page]]:
+    """Every V8 page of the target's (one) heap, and that Heap's address."""
+    backend = prog.backend
+    cands: list[Page] = []
+
+    lo_img, hi_img = _image_range(prog)
+
+    def in_binary(addr: int) -> bool:
+        return lo_img <= addr < hi_img
+
+    hdr = max(lay.flags, lay.meta_ptr) + 8
+    need = max(lay.heap, lay.area_start, lay.area_end, lay.owner) + 8
+    probes = 0
+    for lo, hi in regions(prog):
+        a = (lo + lay.align - 1) // lay.align * lay.align
+        while a + 64 <= hi and probes < MAX_REGION_PROBES:
+            probes += 1
+            try:
+                head = backend.read(a, max(hdr, need) if not lay.meta_ptr else hdr)
+            except Exception:
+                a += lay.align
+                continue
+            page = _parse_header(a, head, lay, backend, need, in_binary)
+            if page is not None:
+                cands.append(page)
+            a += lay.align
+    if not cands:
+        raise V8DbgError("found no V8 heap pages in the target's memory"
+                         " (is the core complete?)")
+    counts: dict[int, int] = {}
+    for p in cands:
+        counts[p.heap] = counts.get(p.heap, 0) + 1
+    heap = max(counts, key=lambda k: counts[k])
+    pages = [p for p in cands if p.heap == heap][:MAX_PAGES]
+    return heap, pages
+
+
+def _image_range(prog: Program) -> tuple[int, int]:
+    """Where the node binary's image (code, data and bss) sits in the target."""
+    segs = [sg for sg in prog.binary.segments if sg.type == 1]
+    if not segs:
+        return (0, 1 << 64)
+    lo = min(sg.vaddr for sg in segs)
+    hi = max(sg.vaddr + sg.memsz for sg in segs)
+    main = prog.main_module()
+    bias = 0
+    if main is not None and lo < main.start:
+        bias = main.start - (lo - lo % 4096)
+    return (lo + bias, hi + bias)
+
+
+def _parse_header(a: int, head: bytes, lay: _Layout, backend, need: int,
+                  in_binary) -> Page | None:
+    flags = struct.unpack_from("<Q", head, lay.flags)[0]
+    if lay.meta_ptr:
+        meta = struct.unpack_from("<Q", head, lay.meta_ptr)[0]
+        if meta < 0x10000 or meta & 7:
+            return None
+        try:
+            m = backend.read(meta, need)
+        except Exception:
+            return None
+        # The metadata names its chunk right after its vtable. A page whose
+        # metadata was freed (a pooled or released page, holding stale objects)
+        # has lost its vtable pointer into the node binary.
+        if struct.unpack_from("<Q", m, 8)[0] != a or \
+                not in_binary(struct.unpack_from("<Q", m, 0)[0]):
+            return None
+    else:
+        meta = a
+        m = head
+    heap = struct.unpack_from("<Q", m, lay.heap)[0]
+    start = struct.unpack_from("<Q", m, lay.area_start)[0]
+    end = struct.unpack_from("<Q", m, lay.area_end)[0]
+    owner = struct.unpack_from("<Q", m, lay.owner)[0]
+    if not (a < start < end <= a + PAGE_SIZE_LIMIT) or start - a > 0x10000 or start & 7 \
+            or end & 7 or heap < 0x10000 or heap & 7:
+        return None
+    return Page(a, flags, owner, start, end, meta, heap)
+
+
+def _find_labs(prog: Program, heap: int, pages: list[Page], lay: _Layout) -> list[tuple[int, int, int]]:
+    """Linear allocation areas (start, top, limit) next to the Heap and in space objects."""
+    by_addr = {p.address: p for p in pages}
+    out: list[tuple[int, int, int]] = []
+    places = [(heap - LAB_SEARCH_BEFORE, LAB_SEARCH_BEFORE + LAB_SEARCH_AFTER)]
+    for o in sorted({p.owner for p in pages if p.owner})[:64]:
+        places.append((o, OWNER_SEARCH))
+    seen = set()
+    for base, size in places:
+        data = _read_some(prog, base, size)
+        if not data:
+            continue
+        n = len(data) // 8
+        ws = struct.unpack(f"<{n}Q", data[:n * 8])
+        for i in range(n - 2):
+            s, t, lim = ws[i], ws[i + 1], ws[i + 2]
+            if (s | t | lim) & 7 or not s <= t <= lim:
+                continue
+            pa = s - s % lay.align
+            p = by_addr.get(pa)
+            if p is None or not p.start <= s or lim > p.end:
+                continue
+            if (s, t, lim) not in seen:
+                seen.add((s, t, lim))
+                out.append((s, t, lim))
+    return out
+
+
+def _read_some(prog: Program, base: int, size: int) -> bytes:
+    """As much of [base, base+size) as is readable, from the first readable page."""
+    try:
+        return prog.backend.read(base, size)
+    except Exception:
+        pass
+    step = 4096
+    a = base - base % step
+    parts = []
+    started = False
+    while a < base + size:
+        try:
+            blk = prog.backend.read(a, step)
+            if not started:
+                blk = blk[max(0, base - a):]
+                started = True
+            parts.append(blk)
+        except Exception:
+            if started:
+                break
+        a += step
+    return b"".join(parts)
+
+
+def _plan(prog: Program, heap: int, pages: list[Page], lay: _Layout) -> list[Page]:
+    """Decide which pages, and which parts of them, hold live objects."""
+    labs = _find_labs(prog, heap, pages, lay)
+    by_addr = {p.address: p for p in pages}
+    for p in pages:
+        p.young = bool(p.flags & (lay.from_flag | lay.to_flag))
+    live = [p for p in pages if not p.flags & lay.from_flag]
+    # The new-space allocation area tells which to-space page is current; the
+    # pages after it in the space's list are unused (stale from earlier cycles).
+    cur = None
+    for s, t, lim in labs:
+        p = by_addr.get(s - s % lay.align)
+        if p is not None and p.flags & lay.to_flag and p.end - p.address <= lay.align:
+            cur = p
+            break
+    if cur is not None and lay.next >= 0:
+        before = {cur.address}
+        link = cur
+        for _ in range(4096):
+            prev = _link(prog, link, lay.prev, lay)
+            q = by_addr.get(prev) if prev else None
+            if q is None or q.address in before:
+                break
+            before.add(q.address)
+            link = q
+        live = [p for p in live if not (p.flags & lay.to_flag and p.owner == cur.owner
+                                        and p.address not in before)]
+    for s, t, lim in labs:
+        if t < lim:
+            p = by_addr.get(s - s % lay.align)
+            if p is not None:
+                p.skips.append((t, lim))
+    for p in live:
+        p.skips.sort()
+    return live
+
+
+def _link(prog: Program, p: Page, off: int, lay: _Layout) -> int:
+    """The page a list link of p points to (links hold page or metadata addresses)."""
+    try:
+        v = prog.mem.u64(p.meta + off)
+    except TargetMemoryError:
+        return 0
+    if not v:
+        return 0
+    if lay.meta_ptr:
+        try:
+            return prog.mem.u64(v + 8)
+        except TargetMemoryError:
+            return 0
+    return v
+
+
+# -- sizes ---------------------------------------------------------------------
+
+class _Classifier:
+    """Per map: how to size its objects and whether to count them."""
+
+    def __init__(self, h: Heap) -> None:
+        self.h = h
+        md = h.md
+        self.mem = h.mem
+        t = md.types
+        self.metas: dict[int, bool] = {}
+        self.map_type = t.get("MAP_TYPE")
+        self.free = t.get("FREE_SPACE_TYPE")
+        self.filler = t.get("FILLER_TYPE")
+        self.receiver_first = t.get("JS_PROXY_TYPE", 1024)
+        fa_first = t.get("FIXED_ARRAY_TYPE")
+        fa_last = t.get("BYTE_ARRAY_TYPE")
+        arrays = set()
+        if fa_first is not None and fa_last is not None and fa_last > fa_first:
+            # V8 numbers FixedArray and its subclasses (hash tables, ...) in one run.
+            arrays.update(range(fa_first, fa_last))
+        for name, v in t.items():
+            if (name.endswith("HASH_TABLE_TYPE") or name.endswith("DICTIONARY_TYPE")
+                    or name.startswith("ORDERED_") or name.endswith("FIXED_ARRAY_TYPE")
+                    or name in ("FIXED_DOUBLE_ARRAY_TYPE", "EMBEDDER_DATA_ARRAY_TYPE",
+                                "CLOSURE_FEEDBACK_CELL_ARRAY_TYPE", "TRANSITION_ARRAY_TYPE")) \
+                    and not name.startswith(("SWISS", "SMALL_ORDERED")):
+                arrays.add(v)
+        for k in ("SCRIPT_CONTEXT_TABLE_TYPE", "OBJECT_BOILERPLATE_DESCRIPTION_TYPE",
+                  "SLOPPY_ARGUMENTS_ELEMENTS_TYPE", "REG_EXP_MATCH_INFO_TYPE",
+                  "ARRAY_LIST_TYPE", "BYTE_ARRAY_TYPE", "BYTECODE_ARRAY_TYPE"):
+            arrays.discard(t.get(k, -1))
+        lo, hi = md.consts.get("FirstContextType"), md.consts.get("LastContextType")
+        if lo is not None and hi is not None:
+            arrays.update(range(lo, hi + 1))
+        self.arrays = arrays
+        self.bytes_types = {t[k] for k in ("BYTE_ARRAY_TYPE", "TRUSTED_BYTE_ARRAY_TYPE") if k in t}
+        self.bigint = t.get("BIG_INT_BASE_TYPE", 129)
+        self.proparray = t.get("PROPERTY_ARRAY_TYPE")
+        self.descriptors = {t[k] for k in ("DESCRIPTOR_ARRAY_TYPE", "STRONG_DESCRIPTOR_ARRAY_TYPE")
+                            if k in t}
+        self.desc_header = md.fields.get(("DescriptorArray", "header_size"), 24)
+        self.weaklist = t.get("WEAK_ARRAY_LIST_TYPE")
+        self.bytecode = t.get("BYTECODE_ARRAY_TYPE")
+        self.bytecode_header = md.fields.get(("BytecodeArray", "data"), 56)
+        self.nonstring = md.const("FirstNonstringType", 128)
+        self.o_isw = md.fields.get(("Map", "instance_size_in_words"),
+                                   md.fields.get(("Map", "instance_size"), 8))
+        self.o_type = md.off("Map", "instance_type")
+
+    def is_meta(self, mm: int) -> bool:
+        """A meta map is its own map (V8 12+ has one per native context too)."""
+        r = self.metas.get(mm)
+        if r is None:
+            try:
+                r = mm & 3 == 1 and self.mem.u64(mm - 1) == mm
+            except TargetMemoryError:
+                r = False
+            if len(self.metas) < 10000:
+                self.metas[mm] = r
+        return r
+
+    def classify(self, m: int) -> tuple[int, int, int, bool]:
+        """(kind, fixed size in words, instance type, record address?)."""
+        if m & 3 != 1 or m < 0x10000:
+            return (K_BAD, 0, -1, False)
+        try:
+            raw = self.mem.read(m - 1, 16)
+        except TargetMemoryError:
+            return (K_BAD, 0, -1, False)
+        mm = struct.unpack_from("<Q", raw, 0)[0]
+        if not self.is_meta(mm):
+            return (K_BAD, 0, -1, False)
+        isw = raw[self.o_isw]
+        itype = struct.unpack_from("<H", raw, self.o_type)[0]
+        if itype == self.free:
+            return (K_FREE, 0, itype, False)
+        if itype < self.nonstring:
+            if itype & 7 == 0:  # sequential
+                return (K_SEQ1 if itype & 8 else K_SEQ2, 0, itype, False)
+            return (K_FIXED, isw, itype, False) if isw else (K_UNKNOWN, 0, itype, False)
+        if isw:
+            return (K_FIXED, isw, itype, itype >= self.receiver_first)
+        if itype in self.arrays:
+            return (K_ARRAY, 0, itype, False)
+        if itype in self.bytes_types:
+            return (K_BYTES, 0, itype, False)
+        if itype == self.bigint:
+            return (K_BIGINT, 0, itype, False)
+        if itype == self.proparray:
+            return (K_PROPARRAY, 0, itype, False)
+        if itype in self.descriptors:
+            return (K_DESCRIPTORS, 0, itype, False)
+        if itype == self.weaklist:
+            return (K_WEAKLIST, 0, itype, False)
+        if itype == self.bytecode:
+            return (K_BYTECODE, 0, itype, False)
+        return (K_UNKNOWN, 0, itype, False)
+
+    def is_map(self, v: int, cache: dict) -> bool:
+        info = cache.get(v)
+        if info is None:
+            info = self.classify(v)
+            cache[v] = info
+        return info[0] != K_BAD
+
+
+def _var_size(kind: int, words, i: int, cls: _Classifier) -> int:
+    """Size in words of a variable-size object at word i (0 if unknown)."""
+    w1 = words[i + 1]
+    if kind == K_ARRAY:
+        return 2 + (w1 >> 32)
+    if kind == K_SEQ1:
+        return 2 + ((w1 >> 32) + 7 >> 3)
+    if kind == K_SEQ2:
+        return 2 + ((w1 >> 32) * 2 + 7 >> 3)
+    if kind == K_FREE:
+        return (w1 >> 32) >> 3
+    if kind == K_BYTES:
+        return 2 + ((w1 >> 32) + 7 >> 3)
+    if kind == K_BIGINT:
+        return 2 + ((w1 & 0xFFFFFFFF) >> 1 & 0x3FFFFFFF)
+    if kind == K_PROPARRAY:
+        return 2 + ((w1 >> 32) & 0x3FF)
+    if kind == K_DESCRIPTORS:
+        return (cls.desc_header >> 3) + 3 * (w1 & 0xFFFF)
+    if kind == K_WEAKLIST:
+        return 3 + (w1 >> 32)
+    if kind == K_BYTECODE:
+        return (cls.bytecode_header + (w1 >> 32) + 7) >> 3
+    return 0
+
+
+# -- the walk ----------------------------------------------------------------------
+
+class Walker:
+    """Walks pages; keeps the per-map classification between pages and commands."""
+
+    def __init__(self, prog: Program, h: Heap) -> None:
+        self.prog = prog
+        self.h = h
+        self.cls = _Classifier(h)
+        self.cache: dict[int, tuple[int, int, int, bool]] = {}
+        self.unknown = 0
+
+    def read_page(self, p: Page) -> memoryview | None:
+        try:
+            data = self.prog.backend.read(p.start, p.end - p.start)
+        except Exception:
+            return None
+        if len(data) != p.end - p.start:
+            return None
+        return memoryview(bytes(data) if not isinstance(data, (bytes, bytearray)) else data) \
+            .cast("Q")
+
+    def walk(self, p: Page, words, stats: dict[int, MapStats], starts: list | None = None) -> int:
+        """Count the live objects of one page into stats; returns the number seen.
+
+        With `starts`, append each object's (address, map) instead of counting.
+        """
+        cache = self.cache
+        classify = self.cls.classify
+        cls = self.cls
+        base = p.start
+        n = len(words)
+        skips = [((t - base) >> 3, (lim - base) >> 3) for t, lim in p.skips
+                 if base <= t <= p.end]
+        sk = 0
+        next_skip = skips[0][0] if skips else n + 1
+        i = 0
+        seen = 0
+        while i < n:
+            if i >= next_skip:
+                if i == next_skip:
+                    i = skips[sk][1]
+                sk += 1
+                next_skip = skips[sk][0] if sk < len(skips) else n + 1
+                continue
+            m = words[i]
+            info = cache.get(m)
+            if info is None:
+                info = classify(m)
+                if len(cache) > 500000:
+                    cache.clear()
+                cache[m] = info
+            kind = info[0]
+            if kind == K_FIXED:
+                size = info[1]
+            elif kind == K_BAD or kind == K_UNKNOWN:
+                size = self._resync(words, i, n, kind)
+                if kind == K_BAD:
+                    i += size
+                    continue
+                self.unknown += 1
+            else:
+                try:
+                    size = _var_size(kind, words, i, cls)
+                except IndexError:
+                    break
+                if size <= 0:
+                    size = self._resync(words, i, n, K_UNKNOWN)
+                if kind == K_FREE:
+                    i += size
+                    continue
+            if starts is not None:
+                starts.append((base + 8 * i + 1, m, size))
+            else:
+                st = stats.get(m)
+                if st is None:
+                    st = stats[m] = MapStats(m, info[2])
+                    if info[3]:
+                        st.addresses = array("Q")
+                if info[3]:
+                    st.addresses.append(base + 8 * i + 1)
+                else:
+                    st.count += 1
+                    st.size += size * 8
+            seen += 1
+            i += size
+        return seen
+
+    def _resync(self, words, i: int, n: int, kind: int) -> int:
+        """Words to the next plausible object start, for objects of unknown size."""
+        cache = self.cache
+        is_map = self.cls.is_map
+        j = i + (2 if kind == K_UNKNOWN else 1)
+        stop = min(n, i + MAX_RESYNC_WORDS)
+        while j < stop:
+            v = words[j]
+            if v & 3 == 1 and is_map(v, cache):
+                return j - i
+            j += 1
+        return max(1, stop - i)
+
+
+def scan(prog: Program, progress=None) -> Census:
+    """The census of the whole heap; cached on the program until it runs again."""
+    cached = prog.cache.get("census")
+    if isinstance(cached, Census):
+        return cached
+    t0 = time.monotonic()
+    lay = _Layout(prog)
+    h = prog.cache.get("heap")
+    if not isinstance(h, Heap):
+        h = Heap(prog)
+    heap, pages = find_pages(prog, lay)
+    live = _plan(prog, heap, pages, lay)
+    w = Walker(prog, h)
+    stats: dict[int, MapStats] = {}
+    total = 0
+    total_bytes = sum(p.end - p.start for p in live)
+    done = 0
+    for k, p in enumerate(live):
+        words = w.read_page(p)
+        if words is not None:
+            total += w.walk(p, words, stats)
+            del words
+        done += p.end - p.start
+        if progress is not None:
+            progress.update(done, total_bytes)
+    for st in stats.values():
+        if st.addresses is not None:
+            st.count = len(st.addresses)
+            info = w.cache.get(st.map)
+            st.size = st.count * 8 * (info[1] if info else 0)
+    c = Census(live, stats, total, total_bytes, time.monotonic() - t0, w.unknown, heap)
+    prog.cache["census"] = c
+    prog.cache["census_walker"] = w
+    return c
+
+
+def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:
+    """(address, map, size in words) of each live object of one page."""
+    w = prog.cache.get("census_walker")
+    if not isinstance(w, Walker):
+        w = Walker(prog, Heap(prog))
+        prog.cache["census_walker"] = w
+    words = w.read_page(p)
+    if words is None:
+        return []
+    out: list[tuple[int, int, int]] = []
+    w.walk(p, words, {}, out)
+    return out
+
+
+if os.environ.get("V8DBG_CENSUS_DEBUG"):  # pragma: no cover - developer aid
+    import sys
+    sys.stderr.write("v8dbg: census debug on\n")

@@ -144,7 +144,9 @@ def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: i
         args += ["-p", str(pid)]
     args += ["-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py"]
     for c in commands:
-        args += ["-o", f"script print('{MARK}')", "-o", c]
+        # Split the mark so lldb's echo of the command line does not contain it.
+        half = len(MARK) // 2
+        args += ["-o", f"script print('{MARK[:half]}' + '{MARK[half:]}')", "-o", c]
     p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     return _split(p.stdout + "\n" + p.stderr, len(commands))
 
@@ -173,12 +175,13 @@ def json_line(text: str) -> dict:
 class LiveNode:
     """A node process running a fixture, for attach tests; killed on exit."""
 
-    def __init__(self, version: str, fixture: str, flags: tuple[str, ...] = ()) -> None:
+    def __init__(self, version: str, fixture: str, flags: tuple[str, ...] = (),
+                 env: dict | None = None) -> None:
         self.dir = CACHE / "live" / version / Path(fixture).stem
         if self.dir.exists():
             shutil.rmtree(self.dir)
         self.dir.mkdir(parents=True)
-        env = dict(os.environ, V8DBG_OUT=str(self.dir))
+        env = dict(os.environ, V8DBG_OUT=str(self.dir), V8DBG_LIVE="1", **(env or {}))
         self.proc = subprocess.Popen([str(node_binary(version)), *flags, str(FIXTURES / fixture)],
                                      cwd=self.dir, env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)

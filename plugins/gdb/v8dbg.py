@@ -115,6 +115,14 @@ class GdbBackend:
                 self._maps = parse_gdb_mappings(text)
         return self._maps
 
+    def regions(self) -> list[tuple[int, int]]:
+        """Readable memory: the core's segments, or /proc/PID/maps when live."""
+        from v8dbg_core.census import core_regions, proc_regions
+        core = _core_path()
+        if core:
+            return core_regions(core)
+        return proc_regions(self.inferior.pid) if self.inferior.pid else []
+
     def executable(self) -> str | None:
         name = gdb.current_progspace().filename
         if name:
@@ -141,6 +149,23 @@ def _core_name() -> str | None:
     for line in text.splitlines():
         if "core dump file" in line:
             return line.split("`", 1)[-1].split("'", 1)[0]
+    return None
+
+
+def _core_path() -> str | None:
+    """The open core file's path (gdb 13 prints it on the line after the heading)."""
+    try:
+        text = gdb.execute("info target", to_string=True)
+    except gdb.error:
+        return None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "core dump file" in line:
+            for cand in lines[i:i + 2]:
+                if "`" in cand:
+                    path = cand.split("`", 1)[1].split("'", 1)[0]
+                    if os.path.isfile(path):
+                        return path
     return None
 
 

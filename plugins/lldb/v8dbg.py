@@ -113,6 +113,26 @@ class LldbBackend:
                 out.append(Mapping(start, start + s.GetFileByteSize(), s.GetFileOffset(), path))
         return out
 
+    def regions(self) -> list[tuple[int, int]]:
+        """Readable memory regions as lldb reports them (core segments or live maps)."""
+        out = []
+        try:
+            regs = self.process.GetMemoryRegions()
+            info = lldb.SBMemoryRegionInfo()
+            for i in range(regs.GetSize()):
+                if regs.GetMemoryRegionAtIndex(i, info) and info.IsReadable():
+                    out.append((info.GetRegionBase(), info.GetRegionEnd()))
+        except Exception:
+            out = []
+        if not out:
+            from v8dbg_core.census import core_regions, proc_regions
+            pid = self.process.GetProcessID()
+            if self.live:
+                return proc_regions(pid)
+            path = _find_core_file(pid)
+            return core_regions(path) if path else []
+        return out
+
     def executable(self) -> str | None:
         return self.target.GetExecutable().fullpath
 

@@ -87,15 +87,16 @@ class StackDecoder:
     def decode(self, regs: Registers, limit: int = 4096) -> list[Frame]:
         machine = walk(self.prog, regs, limit)
         out: list[Frame] = []
-        for mf in machine:
-            out.extend(self._decode_one(mf, len(out)))
+        for depth, mf in enumerate(machine):
+            out.extend(self._decode_one(mf, len(out), depth > 0))
         for i, fr in enumerate(out):
             fr.index = i
         return out
 
-    def _decode_one(self, mf: MachineFrame, index: int) -> list[Frame]:
+    def _decode_one(self, mf: MachineFrame, index: int, caller: bool) -> list[Frame]:
         prog = self.prog
-        sym = prog.symbolize(mf.pc)
+        # A caller's pc is a return address, possibly just past a noreturn call.
+        sym = prog.symbolize(mf.pc - 1 if caller and mf.native else mf.pc)
         base = Frame(index, "native", mf.pc, mf.fp, mf.sp,
                      symbol=sym.name if sym else None, module=sym.module if sym else None)
         if mf.native:

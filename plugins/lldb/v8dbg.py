@@ -69,7 +69,13 @@ class LldbBackend:
         except (OverflowError, TypeError):
             raise TargetMemoryError(address, size) from None
         if err.Fail() or data is None or len(data) != size:
-            raise TargetMemoryError(address, size)
+            # Pages a core leaves out (file-backed text and read-only data): read them
+            # from the module files through the target.
+            err = lldb.SBError()
+            addr = self.target.ResolveLoadAddress(address)
+            data = self.target.ReadMemory(addr, size, err) if addr.IsValid() else None
+            if err.Fail() or data is None or len(data) != size:
+                raise TargetMemoryError(address, size)
         return bytes(data)
 
     def threads(self) -> list[ThreadInfo]:

@@ -44,6 +44,10 @@ class CoreBackend:
         if self.elf.e_type != ET_CORE:
             raise V8DbgError(f"{core_path} is not a core file (ELF type {self.elf.e_type})")
         self.path = core_path
+        try:
+            self._fd: int | None = os.open(core_path, os.O_RDONLY)
+        except OSError:
+            self._fd = None
         self.binary_path = os.path.abspath(binary_path) if binary_path else None
         self._threads: list[ThreadInfo] = []
         self._pid: int | None = None
@@ -168,6 +172,15 @@ class CoreBackend:
             raise TargetMemoryError(address, size)
         rel = address - vaddr
         if rel + size <= filesz:
+            # pread, not the mmap: touching a multi-GB core through the mapping
+            # makes every faulted-in page count against our resident size.
+            if self._fd is not None:
+                try:
+                    data = os.pread(self._fd, size, offset + rel)
+                    if len(data) == size:
+                        return data
+                except OSError:
+                    pass
             return self.elf._map[offset + rel:offset + rel + size]
         raise TargetMemoryError(address, size, "not in the core")
 

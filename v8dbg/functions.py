@@ -202,7 +202,9 @@ class Functions:
                 "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_TYPE",
                 "UNCOMPILED_DATA_WITH_PREPARSE_DATA_AND_JOB_TYPE",
                 "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_WITH_JOB_TYPE"):
-            return h.mem.i32(data - 1 + self.md.off("UncompiledData", "start_position"))
+            start = h.mem.i32(data - 1 + self.md.off("UncompiledData", "start_position"))
+            tok = h.mem.u16(sfi - 1 + self.md.off("SharedFunctionInfo", "raw_function_token_offset"))
+            return start - tok if tok != 0xFFFF and tok <= start else start
         return None
 
     def end_position(self, sfi: int) -> int | None:

@@ -64,6 +64,7 @@ COMMON: dict[str, Any] = {
         ("JSArrayBufferView", "buffer"): 24,
         ("JSArrayBufferView", "bit_field"): 48,
         ("JSDataView", "data_pointer"): 56,
+        ("CallSiteInfo", "function"): 16,
     },
 }
 
@@ -166,13 +167,14 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
                  JS_CLASS_CONSTRUCTOR_TYPE=2082, EPHEMERON_HASH_TABLE_TYPE=176,
                  GLOBAL_DICTIONARY_TYPE=177, NAME_DICTIONARY_TYPE=178, NUMBER_DICTIONARY_TYPE=180,
                  ORDERED_HASH_MAP_TYPE=181, ORDERED_HASH_SET_TYPE=182),
-    }, "fields": {("JSArrayBuffer", "bit_field"): 64}},
+    }, "fields": {("JSArrayBuffer", "bit_field"): 64, ("CallSiteInfo", "function"): 24}},
     (13, 6): {"consts": {
         **_typed_kinds(_TYPED_KINDS_NEW, 18),
         **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2109, NATIVE_CONTEXT_TYPE=227,
                  JS_CLASS_CONSTRUCTOR_TYPE=2081, **_HASH_TABLES_13),
         "JSDateValueIsRaw": 1,  # a raw float64, not a tagged number
     }, "fields": {
+        ("CallSiteInfo", "function"): 24,
         ("JSArrayBuffer", "bit_field"): 72,
         ("JSArrayBufferView", "buffer"): 32,
         ("JSArrayBufferView", "bit_field"): 40,
@@ -183,6 +185,9 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2111, NATIVE_CONTEXT_TYPE=228,
                  JS_CLASS_CONSTRUCTOR_TYPE=2082, HOLE_TYPE=274, **_HASH_TABLES_13),
         "JSDateValueIsRaw": 1,
+        # An unformatted error stack is a flat list: 6 slots per frame, function 3rd.
+        "ErrorStackFrameSlots": 6,
+        "ErrorStackFrameFunction": 2,
     }, "fields": {
         ("JSArrayBuffer", "bit_field"): 72,
         ("JSArrayBufferView", "buffer"): 32,

@@ -152,7 +152,11 @@ def _jsframe(p: argparse.ArgumentParser):
         fr = frames[args.n]
         dec = decoder(prog)
         fj = frame_json(dec, fr, True)
-        lines = [frame_text(fj, True)]
+        extra: list[str] = []
+        if fr.kind == "js" and fr.function_address is not None:
+            from .valuecmds import frame_details
+            extra = frame_details(prog, fr, fj, args.v)
+        lines = [frame_text(fj, True)] + extra
         if fr.kind == "js" and fr.sfi is not None:
             fj["parameters"] = dec.f.parameter_count(fr.sfi)
             src = _source_lines(dec, fr)

@@ -1,0 +1,469 @@
+"""jsprint and friends against node's own view of a zoo of values, on every
+node line and front end; decoders on hand-built memory for the corner cases a
+fixture cannot force."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from support import (FRONTENDS, ROOT, VERSIONS, json_line, make_core, node_binary, read_json, run,
+                     run_cli)
+
+# Values whose text rendering must equal node's util.inspect exactly.
+TEXT_EXCEPTIONS = {
+    "cycle",  # util numbers the reference (<ref *1>); we print the address
+    "proxy",  # util shows the target; we show target and handler
+    "weakmap", "weakset",  # util cannot see the entries; we can
+    "arraybuffer", "dataview",  # util shows [byteLength] / [buffer] slots
+    "rawerror",  # node never formatted it
+}
+
+
+def _sess(version: str, core: Path):
+    sys.path.insert(0, str(ROOT))
+    from v8dbg.commands import Session, load_all
+    from v8dbg.corefile import CoreBackend
+    load_all()
+    binary = str(node_binary(version))
+    be = CoreBackend(str(core), binary)
+    return Session(lambda: be, binary)
+
+
+@lru_cache(maxsize=None)
+def zoo(version: str) -> tuple[Path, dict, list]:
+    """(core dir, node's truth, the zoo function's argument summaries)."""
+    d = make_core(version, "values.js")
+    truth = read_json(d, "expected-values.json")
+    sess = _sess(version, d / "core")
+    text, ok = sess.run("jsstack", ["-v", "--json"])
+    assert ok, text
+    frames = json.loads(text)["frames"]
+    fr = [f for f in frames if f.get("function") == "zoo"]
+    assert fr, "no zoo frame"
+    args = fr[0]["args"]
+    assert len(args) == len(truth["names"])
+    return d, truth, args
+
+
+def _addr(arg: dict) -> str:
+    if "address" in arg:
+        return arg["address"]
+    # A Smi: its tagged form is the value in the upper 32 bits.
+    return hex((arg["value"] & 0xFFFFFFFF) << 32)
+
+
+def check_value(name: str, t: dict, v: dict) -> None:
+    """Compare one decoded VALUE with what node said about the live value."""
+    where = f"{name}: {json.dumps(v)[:400]}"
+    ty = t["typeof"]
+    if ty == "number":
+        assert v["type"] == "number" and v["value"] == t["value"], where
+    elif ty == "string":
+        assert v["type"] == "string", where
+        assert v["length"] == t["length"], where
+        shown = v["value"]
+        assert len(shown.encode("utf-16-le")) // 2 == min(t["length"], 100), where
+        assert t["prefix"].startswith(shown) or shown.startswith(t["prefix"]), where
+        assert v["truncated"] == (t["length"] > 100), where
+    elif ty == "boolean":
+        assert v == {"type": "boolean", "value": t["value"], **({"address": v["address"]}
+                                                                 if "address" in v else {})}, where
+    elif ty == "undefined":
+        assert v["type"] == "undefined", where
+    elif ty == "symbol":
+        assert v["type"] == "symbol" and v["description"] == t["description"], where
+    elif ty == "bigint":
+        assert v["type"] == "bigint" and v["value"] == t["value"], where
+    elif ty == "function":
+        if name == "bound":
+            assert v["type"] == "bound_function", where
+            assert v["target"]["type"] == "function" and v["target"]["name"] == "arrow", where
+            assert [a.get("value") for a in v["args"]] == [1, "two"], where
+            assert v["this"]["type"] == "null", where
+            return
+        assert v["type"] == "function" and v["name"] == t["fname"], where
+        if "line" in t:
+            assert v["script"].endswith("values.js"), where
+            assert (v["line"], v["column"]) == (t["line"], t["column"]), where
+        else:
+            assert v["script"] is None, where
+    elif t["inspect"] == "null" if "inspect" in t else False:
+        assert v["type"] == "null", where
+    else:
+        _check_object(name, t, v, where)
+
+
+def _check_object(name: str, t: dict, v: dict, where: str) -> None:
+    if t.get("proxy"):
+        assert v["type"] == "proxy" and v["target"]["type"] == "object", where
+        return
+    ctor = t.get("constructor")
+    if ctor in ("WeakMap", "WeakSet"):
+        assert v["type"] == ctor[4:].lower() and v["weak"] and v["size"] == 1, where
+        return
+    if "state" in t:
+        assert v["type"] == "promise" and v["state"] == t["state"], where
+        if t["state"] == "fulfilled":
+            assert v["result"] == {"type": "number", "value": 5}, where
+        if t["state"] == "rejected":
+            assert v["result"]["type"] == "error" and v["result"]["message"] == "no", where
+        return
+    if "size" in t:
+        assert v["type"] == ctor.lower() and v["size"] == t["size"], where
+        n = len(v["entries"] if v["type"] == "map" else v["values"])
+        assert n == t["size"], where
+        return
+    if "time" in t:
+        assert v["type"] == "date" and v["value"] == t["time"], where
+        return
+    if "source" in t and "flags" in t:
+        assert v["type"] == "regexp", where
+        assert (v["source"], v["flags"]) == (t["source"], t["flags"]), where
+        return
+    if "message" in t:
+        assert v["type"] == "error" and v["message"] == t["message"], where
+        assert v["constructor"] == ctor, where
+        if name == "rawerror":
+            assert v["stack"] is None and v["frames"][0] == "build", where
+        else:
+            assert v["stack"] and v["stack"].startswith(t["inspect"].split("\n")[0]), where
+        keys = [p["key"] for p in v["properties"]]
+        assert keys == t["stringKeys"] + t["symbolKeys"], where
+        return
+    if name.startswith("box"):
+        assert v["type"] == "boxed" and v["constructor"] == ctor, where
+        return
+    if "byteLength" in t and "length" not in t and ctor == "ArrayBuffer":
+        assert v["type"] == "arraybuffer" and v["byte_length"] == t["byteLength"], where
+        assert v["bytes"] == t["bytes"][:2 * 100], where
+        return
+    if "byteLength" in t:
+        assert v["type"] == "typedarray", where
+        assert v["constructor"] == ctor, where
+        if ctor != "DataView":
+            assert v["length"] == t["length"], where
+            if ctor != "Buffer":
+                assert v["kind"] == ctor, where
+        assert v["byte_offset"] == t["byteOffset"], where
+        assert t["bytes"].startswith(v["bytes"][:64]) or v["bytes"].startswith(t["bytes"]), where
+        return
+    if t["isArray"]:
+        assert v["type"] == "array" and v["length"] == t["length"], where
+        elems = v["elements"]
+        assert len(elems) == min(t["length"], 100), where
+        present = [i for i, e in enumerate(elems) if e["type"] != "hole"]
+        assert present == [i for i in t["indexKeys"] if i < 100], where
+        keys = [p["key"] for p in v.get("properties", [])]
+        assert keys == t["stringKeys"] + t["symbolKeys"], where
+        return
+    assert v["type"] == "object", where
+    assert v["constructor"] == ctor, where
+    keys = [p["key"] for p in v["properties"]]
+    assert keys == t["stringKeys"] + t["symbolKeys"], where
+    assert [e["index"] for e in v["elements"]] == t["indexKeys"][:100], where
+
+
+def _commands(args: list) -> list[str]:
+    cmds = []
+    for a in args:
+        cmds.append(f"jsprint --json {_addr(a)}")
+        cmds.append(f"jsprint {_addr(a)}")
+    return cmds
+
+
+def _norm(text: str) -> str:
+    """Node 24+ prints symbol keys without the brackets that 18-22 (and v8dbg) use."""
+    return re.sub(r"\[(Symbol\([^)]*\))\]:", r"\1:", text)
+
+
+def _check_outputs(version: str, truth: dict, outs: list[str]) -> list[str]:
+    bad = []
+    for i, (name, t) in enumerate(zip(truth["names"], truth["values"])):
+        js_out, text_out = outs[2 * i], outs[2 * i + 1]
+        try:
+            v = json_line(js_out)
+            assert "error" not in v, v
+            check_value(name, t, v)
+            if name not in TEXT_EXCEPTIONS and "\n" not in t.get("inspect", "\n") \
+                    and t["typeof"] not in ("string",):
+                got, want = _norm(text_out.strip()), _norm(t["inspect"])
+                assert got == want, f"{name}: {text_out!r} != {t['inspect']!r}"
+        except AssertionError as e:
+            bad.append(str(e)[:600])
+    return bad
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_zoo_inprocess(version: str) -> None:
+    """Every zoo value through the command layer the standalone CLI uses."""
+    d, truth, args = zoo(version)
+    sess = _sess(version, d / "core")
+    outs = []
+    for c in _commands(args):
+        text, _ok = sess.run(c.split()[0], c.split()[1:])
+        outs.append(text)
+    bad = _check_outputs(version, truth, outs)
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("frontend", [f for f in FRONTENDS if f != "cli"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_zoo_debuggers(version: str, frontend: str) -> None:
+    """Every zoo value through gdb and lldb, batched in one debugger run."""
+    d, truth, args = zoo(version)
+    outs = run(frontend, version, d / "core", _commands(args))
+    bad = _check_outputs(version, truth, outs)
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_cli_subprocess(version: str) -> None:
+    """A few values through `python -m v8dbg` itself."""
+    d, truth, args = zoo(version)
+    names = truth["names"]
+    pick = [names.index(n) for n in ("widget", "map", "closure")]
+    outs = run_cli(version, d / "core", [f"jsprint {_addr(args[i])}" for i in pick] +
+                   [f"jsprint --json {_addr(args[i])}" for i in pick])
+    assert outs[0] == "Widget { id: 7, name: 'w7', tags: [ 'a', 'b' ] }"
+    assert outs[1] == "Map(3) { 'k' => 1, { o: 1 } => 'objkey', 2 => [ 1 ] }"
+    assert outs[2] == "[Function: counter]"
+    assert json_line(outs[3])["constructor"] == "Widget"
+
+
+def _closure_cmds(truth: dict, args: list) -> list[str]:
+    names = truth["names"]
+    c = _addr(args[names.index("closure")])
+    n = _addr(args[names.index("nested")])
+    w = _addr(args[names.index("widget")])
+    g = _addr(args[names.index("gadget")])
+    cl = _addr(args[names.index("fnclass")])
+    return [f"jsclosure --json {c}", f"jsclosure --json {n}", f"jssource {c}",
+            f"jssource -n 1 {cl}", f"jsconstructor {w}", f"jsconstructor {g}",
+            f"jssource --json {c}", "jsprint --json 0x11", f"jsclosure {w}", "jsprint 0x9"]
+
+
+def _check_closures(truth: dict, outs: list[str], lldb: bool) -> None:
+    c = json_line(outs[0])
+    assert c["function"] == "counter"
+    got = {v["name"]: v["value"] for v in c["variables"]}
+    assert got["tally"] == {"type": "number", "value": 10}
+    assert got["label"]["value"] == "count"
+    assert got["unused"]["value"] == "kept?"
+    # The enclosing function scopes come after, innermost first.
+    names = [v["name"] for v in c["variables"]]
+    assert names.index("tally") < names.index("makeCounter")
+    n = json_line(outs[1])
+    names = [v["name"] for v in n["variables"]]
+    assert names.index("inner") < names.index("outer")
+    src = {t["name"]: t for t in truth["values"]}["closure"]["source"]
+    body = "\n".join(line[8:] for line in outs[2].splitlines()[1:])
+    assert body == src, outs[2]
+    assert outs[3].splitlines()[1].endswith("class Widget {")
+    assert "more line" in outs[3]
+    assert outs[4].strip().splitlines()[-1] == "Widget"
+    assert outs[5].strip().splitlines()[-1] == "Gadget"
+    assert json_line(outs[6])["source"] == src
+    assert "error" in json_line(outs[7])
+    # Error lines; lldb's batch mode stops at the first failing command.
+    assert "v8dbg: jsclosure:" in outs[8] and "not a JavaScript function" in outs[8]
+    if not lldb:
+        assert "v8dbg: jsprint: 0x9 is not a tagged pointer" in outs[9]
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_closure_source_constructor(version: str, frontend: str) -> None:
+    d, truth, args = zoo(version)
+    cmds = _closure_cmds(truth, args)
+    if frontend == "cli":
+        sess = _sess(version, d / "core")
+        outs = [sess.run(c.split()[0], c.split()[1:])[0] for c in cmds]
+    else:
+        outs = run(frontend, version, d / "core", cmds)
+    _check_closures(truth, outs, frontend == "lldb")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_jsframe_closure(version: str) -> None:
+    d, truth, args = zoo(version)
+    sess = _sess(version, d / "core")
+    st = json.loads(sess.run("jsstack", ["--json", "-a"])[0])
+    idx = [f["index"] for f in st["frames"] if f.get("function") == "zoo"][0]
+    fj = json.loads(sess.run("jsframe", ["--json", str(idx)])[0])
+    names = [c["name"] for c in fj["closure"]]
+    assert "ZOO" in names and "truth" in names
+    text = sess.run("jsframe", ["-v", str(idx)])[0]
+    assert "closure ZOO:" in text
+
+
+# -- hand-built memory ------------------------------------------------------
+
+class FakeBackend:
+    """Sparse memory made of a few byte blocks; everything else unreadable."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, bytearray] = {}
+
+    def add(self, addr: int, data: bytes | bytearray) -> None:
+        self.blocks[addr] = bytearray(data)
+
+    def read(self, addr: int, size: int) -> bytes:
+        for start, data in self.blocks.items():
+            if start <= addr and addr + size <= start + len(data):
+                return bytes(data[addr - start: addr - start + size])
+        from v8dbg.errors import TargetMemoryError
+        raise TargetMemoryError(addr, size)
+
+    def threads(self):
+        return []
+
+    def selected_thread(self):
+        return None
+
+    def mappings(self):
+        return []
+
+    def executable(self):
+        return None
+
+    def pid(self):
+        return None
+
+    def generation(self) -> int:
+        return 0
+
+
+class Builder:
+    """Lays out V8 objects for one node line's metadata in fake memory."""
+
+    def __init__(self, version: str) -> None:
+        sys.path.insert(0, str(ROOT))
+        from v8dbg.program import Program
+        from v8dbg.values import Values
+        self.be = FakeBackend()
+        self.prog = Program(self.be, str(node_binary(version)))
+        self.md = self.prog.md
+        self.next = 0x10000000
+        self.mem = bytearray(1 << 24)
+        self.base = self.next
+        self.be.add(self.base, self.mem)
+        self.mem = self.be.blocks[self.base]
+        self.meta_map = self.map(self.md.types["MAP_TYPE"], meta=True)
+        self.Values = Values
+
+    def alloc(self, size: int) -> int:
+        a = self.next
+        self.next += (size + 15) & ~7
+        return a
+
+    def put(self, addr: int, fmt: str, *vals) -> None:
+        struct.pack_into(fmt, self.mem, addr - self.base, *vals)
+
+    def map(self, itype: int, meta: bool = False) -> int:
+        a = self.alloc(80)
+        self.put(a, "<Q", (getattr(self, "meta_map", a + 1)) if not meta else a + 1)
+        self.put(a + self.md.off("Map", "instance_type"), "<H", itype)
+        return a + 1
+
+    def string(self, text: bytes) -> int:
+        m = self.map(self.md.types.get("SEQ_ONE_BYTE_STRING_TYPE", 40))
+        a = self.alloc(16 + len(text))
+        self.put(a, "<Q", m)
+        self.put(a + 12, "<i", len(text))
+        self.mem[a - self.base + 16: a - self.base + 16 + len(text)] = text
+        return a + 1
+
+    def values(self):
+        return self.Values(self.prog)
+
+
+def _timed(fn):
+    t = time.monotonic()
+    out = fn()
+    assert time.monotonic() - t < 10
+    return out
+
+
+@pytest.mark.parametrize("version", [VERSIONS[0], VERSIONS[-1]])
+def test_deep_cons_chain(version: str) -> None:
+    """A cons string 100000 deep ends in a clear error or a short value, fast."""
+    b = Builder(version)
+    leaf = b.string(b"ab")
+    cons_map = b.map(b.md.types.get("CONS_ONE_BYTE_STRING_TYPE", 41))
+    cur = leaf
+    n = 100000
+    for i in range(n):
+        a = b.alloc(32)
+        b.put(a, "<Q", cons_map)
+        b.put(a + 12, "<i", 2 * (i + 2))
+        b.put(a + 16, "<Q", cur)
+        b.put(a + 24, "<Q", leaf)
+        cur = a + 1
+    vals = b.values()
+    v = _timed(lambda: vals.decode(cur, 2, 50))
+    assert v["type"] in ("string", "other")
+    if v["type"] == "string":
+        assert v["length"] == 2 * (n + 1) and len(v["value"]) <= 50
+    else:
+        assert "deep" in v.get("error", "") or "nested" in v.get("error", "")
+
+
+@pytest.mark.parametrize("version", [VERSIONS[0], VERSIONS[-1]])
+def test_absurd_string_length(version: str) -> None:
+    b = Builder(version)
+    s = b.string(b"hello")
+    b.put(s - 1 + 12, "<i", 0x7FFFFFF0)
+    v = _timed(lambda: b.values().decode(s))
+    assert v["type"] == "other" and "length" in v["error"]
+
+
+@pytest.mark.parametrize("version", [VERSIONS[0], VERSIONS[-1]])
+def test_map_pointer_to_garbage(version: str) -> None:
+    b = Builder(version)
+    a = b.alloc(32)
+    b.put(a, "<Q", 0xdead0001)  # unreadable map
+    v = _timed(lambda: b.values().decode(a + 1))
+    assert v["type"] == "other" and v["address"] == hex(a + 1)
+    a2 = b.alloc(32)
+    junk = b.alloc(32)
+    b.put(junk, "<Q", 0x4141414141414141)
+    b.put(a2, "<Q", junk + 1)  # a "map" whose own map is junk
+    v = _timed(lambda: b.values().decode(a2 + 1))
+    assert v["type"] == "other"
+
+
+@pytest.mark.parametrize("version", [VERSIONS[0], VERSIONS[-1]])
+def test_cyclic_prototype_and_huge_array(version: str) -> None:
+    """A prototype chain that loops and an array claiming 2**30 elements."""
+    b = Builder(version)
+    md = b.md
+    om = b.map(md.types["JS_OBJECT_TYPE"])
+    obj = b.alloc(64)
+    b.put(obj, "<Q", om)
+    b.put(om - 1 + md.off("Map", "prototype"), "<Q", obj + 1)  # its own prototype
+    b.put(om - 1 + md.off("Map", "instance_size_in_words"), "<B", 3)
+    b.put(om - 1 + md.off("Map", "inobject_properties_start_or_constructor_function_index"), "<B", 3)
+    empty = b.alloc(16)
+    fa_map = b.map(md.types.get("FIXED_ARRAY_TYPE", 174))
+    b.put(empty, "<QQ", fa_map, 0)
+    b.put(obj + 8, "<QQ", empty + 1, empty + 1)
+    v = _timed(lambda: b.values().decode(obj + 1))
+    assert v["type"] in ("object", "other")
+    am = b.map(md.types["JS_ARRAY_TYPE"])
+    b.put(am - 1 + md.off("Map", "bit_field2"), "<B", 2 << 2)
+    arr = b.alloc(32)
+    big = b.alloc(16)
+    b.put(big, "<QQ", fa_map, (1 << 30) << 32)
+    b.put(arr, "<QQQQ", am, empty + 1, big + 1, (1 << 30) << 32)
+    v = _timed(lambda: b.values().decode(arr + 1, 2, 10))
+    assert v["type"] in ("array", "other")
+    if v["type"] == "array":
+        assert v["length"] == 1 << 30 and v.get("truncated")

@@ -7,6 +7,7 @@ bytes at a virtual address, and the symbol table as flat sorted arrays.
 
 from __future__ import annotations
 
+import array
 import bisect
 import mmap
 import os
@@ -189,9 +190,65 @@ class ElfFile:
     # -- symbols ---------------------------------------------------------
 
     def _load_symbols(self) -> tuple[list[int], list[int], list[int]]:
-        """Sorted (addresses, sizes, name offsets) of defined FUNC/OBJECT symbols."""
+        """Sorted (addresses, sizes, name offsets) of defined FUNC/OBJECT symbols.
+
+        Sorting ~150k symbols of a node binary takes a quarter second, so the
+        result is kept on disk per build-id (or per path, size and mtime).
+        """
         if self._symbols is not None:
             return self._symbols
+        cached = self._symbols_from_cache()
+        if cached is not None:
+            self._symbols = cached
+            return cached
+        self._symbols = self._scan_symbols()
+        self._symbols_to_cache(self._symbols)
+        return self._symbols
+
+    def _cache_file(self) -> str | None:
+        base = os.environ.get("V8DBG_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "v8dbg")
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        key = self.build_id or f"{abs(hash(self.path))}"
+        return os.path.join(base, f"syms-{key}-{st.st_size}-{st.st_mtime_ns}.bin")
+
+    def _symbols_from_cache(self) -> tuple[list[int], list[int], list[int]] | None:
+        path = self._cache_file()
+        if not path:
+            return None
+        try:
+            with open(path, "rb") as fh:
+                blob = fh.read()
+        except OSError:
+            return None
+        if len(blob) < 8:
+            return None
+        n = struct.unpack_from("<Q", blob, 0)[0]
+        if len(blob) != 8 + n * 24:
+            return None
+        arr = array.array("q")
+        arr.frombytes(blob[8:])
+        return arr[0:n], arr[n:2 * n], arr[2 * n:3 * n]  # type: ignore[return-value]
+
+    def _symbols_to_cache(self, syms: tuple[list[int], list[int], list[int]]) -> None:
+        path = self._cache_file()
+        if not path:
+            return
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            arr = array.array("q", list(syms[0]) + list(syms[1]) + list(syms[2]))
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(struct.pack("<Q", len(syms[0])))
+                fh.write(arr.tobytes())
+            os.replace(tmp, path)
+        except (OSError, OverflowError):
+            pass
+
+    def _scan_symbols(self) -> tuple[list[int], list[int], list[int]]:
         entries: list[tuple[int, int, int]] = []
         self._strtabs: dict[int, int] = {}
         for sec in self.sections:
@@ -221,8 +278,7 @@ class ElfFile:
             sizes.append(size)
             names.append(noff)
             last = value
-        self._symbols = (addrs, sizes, names)
-        return self._symbols
+        return addrs, sizes, names
 
     def _cstr(self, off: int) -> str:
         end = self._map.find(b"\0", off, off + 4096)

@@ -109,6 +109,62 @@ def load(binary: ElfFile) -> Metadata:
         key = (binary.path, 0, 0)
     if key in _cache:
         return _cache[key]
+    cached = _read_cache(binary)
+    if cached is not None:
+        raw, v = cached
+    else:
+        raw, v = _scan(binary)
+        _write_cache(binary, raw, v)
+    if not any(n.startswith("v8dbg_") for n in raw):
+        raise V8DbgError(f"{binary.path} carries no V8 postmortem metadata (v8dbg_* symbols); "
+                         "use an official node release binary")
+    consts, fields, type_names, types, node = _parse(raw)
+    md = Metadata(v, consts, fields, type_names, types, node, binary.build_id, binary.path)
+    layouts.apply(md)
+    _cache[key] = md
+    return md
+
+
+def _cache_path(binary: ElfFile) -> str | None:
+    base = binary._cache_file()
+    return base[:-len(".bin")].replace("syms-", "meta-") + ".json" if base else None
+
+
+def _read_cache(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]] | None:
+    import json
+    path = _cache_path(binary)
+    if not path:
+        return None
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+        raw = {str(k): int(v) for k, v in doc["raw"].items()}
+        ver = tuple(int(x) for x in doc["version"])
+        if len(ver) != 4:
+            return None
+        return raw, ver  # type: ignore[return-value]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _write_cache(binary: ElfFile, raw: dict[str, int], v: tuple[int, int, int, int]) -> None:
+    import json
+    import os
+    path = _cache_path(binary)
+    if not path:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            json.dump({"raw": raw, "version": list(v)}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]]:
+    """Read every postmortem constant and the V8 version from the binary's data."""
     syms = binary.symbols_matching(_SYMBOL_PATTERN)
     raw: dict[str, int] = {}
     version = [0, 0, 0, 0]
@@ -126,15 +182,7 @@ def load(binary: ElfFile) -> Metadata:
                     version[i] = value
         else:
             raw[name] = value
-    if not any(n.startswith("v8dbg_") for n in raw):
-        raise V8DbgError(f"{binary.path} carries no V8 postmortem metadata (v8dbg_* symbols); "
-                         "use an official node release binary")
-    consts, fields, type_names, types, node = _parse(raw)
-    v = (version[0], version[1], version[2], version[3])
-    md = Metadata(v, consts, fields, type_names, types, node, binary.build_id, binary.path)
-    layouts.apply(md)
-    _cache[key] = md
-    return md
+    return raw, (version[0], version[1], version[2], version[3])
 
 
 _warned: set[str] = set()

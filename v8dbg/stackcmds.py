@@ -12,6 +12,9 @@ from .program import Program
 from .target import ThreadInfo
 
 
+MAX_THREADS = 4096
+
+
 def decoder(prog: Program) -> StackDecoder:
     dec = prog.cache.get("stack_decoder")
     if not isinstance(dec, StackDecoder):
@@ -114,22 +117,39 @@ def _jsstack(p: argparse.ArgumentParser):
     p.add_argument("-n", type=int, metavar="N", help="show at most N frames")
     p.add_argument("--json", action="store_true", help="print one line of JSON")
     p.add_argument("--thread", type=int, metavar="TID", help="a thread other than the selected one")
+    p.add_argument("--all", action="store_true",
+                   help="every thread that runs JavaScript (main thread and workers)")
 
-    def run(sess: Session, args: argparse.Namespace) -> Result:
-        prog = sess.program()
-        thread = pick_thread(prog, args.thread)
+    def one(prog: Program, thread: ThreadInfo, args: argparse.Namespace) -> tuple[dict, str]:
         frames = thread_frames(prog, thread)
         dec = decoder(prog)
         shown = [fr for fr in frames if args.a or fr.kind != "internal"]
         if args.n is not None:
-            if args.n < 0:
-                raise V8DbgError("jsstack: -n takes a number of frames >= 0")
             shown = shown[:args.n]
         fjs = [frame_json(dec, fr, args.v) for fr in shown]
         data = {"thread": {"tid": thread.tid, "name": thread.name}, "frames": fjs}
         head = f"thread {thread.tid}" + (f" ({thread.name})" if thread.name else "")
-        text = "\n".join([head] + [frame_text(fj, args.v) for fj in fjs])
-        return Result(data, text)
+        return data, "\n".join([head] + [frame_text(fj, args.v) for fj in fjs])
+
+    def run(sess: Session, args: argparse.Namespace) -> Result:
+        prog = sess.program()
+        if args.n is not None and args.n < 0:
+            raise V8DbgError("jsstack: -n takes a number of frames >= 0")
+        if not args.all:
+            data, text = one(prog, pick_thread(prog, args.thread), args)
+            return Result(data, text)
+        docs, texts = [], []
+        for t in prog.backend.threads()[:MAX_THREADS]:
+            if t.regs is None:
+                continue
+            if not any(fr.kind == "js" for fr in thread_frames(prog, t)):
+                continue
+            data, text = one(prog, t, args)
+            docs.append(data)
+            texts.append(text)
+        if not docs:
+            raise V8DbgError("no thread is running JavaScript")
+        return Result({"threads": docs}, "\n\n".join(texts))
 
     return run
 

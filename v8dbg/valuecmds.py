@@ -23,6 +23,9 @@ def _check_pointer(vals: Values, addr: int, what: str) -> None:
     """A clear error for a top-level address that is no V8 value at all."""
     h = vals.h
     if h.is_smi(addr):
+        if addr & 0xFFFFFFFF:
+            raise V8DbgError(f"{what}: 0x{addr:x} is neither a heap pointer (ends in binary 01) "
+                             "nor a small integer (low 32 bits zero)")
         return
     if not h.is_heap(addr):
         raise V8DbgError(f"{what}: 0x{addr:x} is not a tagged pointer (a V8 heap pointer ends "
@@ -107,7 +110,7 @@ def _jsclosure(p: argparse.ArgumentParser):
             if v["context"] != last_ctx:
                 lines.append(f"  context {v['context']}:")
                 last_ctx = v["context"]
-            lines.append(f"    {v['name']}: {inspect.render(v['value'], False, 4)}")
+            lines.append(f"    {v['name']}: {preview.text(v['value'])}")
         return Result(data, "\n".join(lines))
 
     return run

@@ -459,7 +459,7 @@ class Values:
     def _value(self, v: int, level: int, walk: _Walk) -> Value:
         walk.produced += 1
         h = self.h
-        if h.is_smi(v):
+        if h.is_smi(v) and not v & 0xFFFFFFFF:
             return {"type": "number", "value": h.smi(v)}
         if not h.is_heap(v):
             return {"type": "other", "v8_type": "not a tagged value", "address": hexaddr(v)}

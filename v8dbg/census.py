@@ -17,6 +17,7 @@ their top.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 import time
@@ -351,6 +352,7 @@ class _Classifier:
         self.metas: dict[int, bool] = {}
         self.map_type = t.get("MAP_TYPE")
         self.free = t.get("FREE_SPACE_TYPE")
+        self.free_shift = 0 if md.consts.get("FreeSpaceSizeInWords") else 3
         self.filler = t.get("FILLER_TYPE")
         self.receiver_first = t.get("JS_PROXY_TYPE", 1024)
         fa_first = t.get("FIXED_ARRAY_TYPE")
@@ -455,7 +457,7 @@ def _var_size(kind: int, words, i: int, cls: _Classifier) -> int:
     if kind == K_SEQ2:
         return 2 + ((w1 >> 32) * 2 + 7 >> 3)
     if kind == K_FREE:
-        return (w1 >> 32) >> 3
+        return (w1 >> 32) >> cls.free_shift
     if kind == K_BYTES:
         return 2 + ((w1 >> 32) + 7 >> 3)
     if kind == K_BIGINT:
@@ -473,6 +475,19 @@ def _var_size(kind: int, words, i: int, cls: _Classifier) -> int:
 
 # -- the walk ----------------------------------------------------------------------
 
+class _Words:
+    """Python ints from a NumPy word array, for the general path."""
+
+    def __init__(self, arr) -> None:
+        self.a = arr
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.a[i])
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+
 class Walker:
     """Walks pages; keeps the per-map classification between pages and commands."""
 
@@ -483,7 +498,23 @@ class Walker:
         self.cache: dict[int, tuple[int, int, int, bool]] = {}
         self.codes: dict[int, int] = {}
         self.recs: dict[int, tuple[array, int]] = {}
+        self.bad: dict[int, tuple[int, int, int, bool]] = {}
         self.unknown = 0
+
+    def info(self, m: int) -> tuple[int, int, int, bool]:
+        """The classification of a map word (words that are not maps kept apart)."""
+        r = self.cache.get(m)
+        if r is None:
+            r = self.bad.get(m)
+            if r is None:
+                r = self.cls.classify(m)
+                if r[0] == K_BAD:
+                    if len(self.bad) > 500000:
+                        self.bad.clear()
+                    self.bad[m] = r
+                else:
+                    self.cache[m] = r
+        return r
 
     def read_page(self, p: Page) -> memoryview | None:
         try:
@@ -521,10 +552,7 @@ class Walker:
             m = words[i]
             info = cache.get(m)
             if info is None:
-                info = classify(m)
-                if len(cache) > 500000:
-                    cache.clear()
-                cache[m] = info
+                info = self.info(m)
             kind = info[0]
             if kind == K_FIXED:
                 size = info[1]
@@ -618,10 +646,7 @@ class Walker:
         return cnt
 
     def _learn(self, m: int, stats: dict[int, MapStats]) -> None:
-        info = self.cache.get(m)
-        if info is None:
-            info = self.cls.classify(m)
-            self.cache[m] = info
+        info = self.info(m)
         kind, size, itype, rec = info
         if kind == K_FIXED and rec:
             st = stats.get(m)
@@ -643,10 +668,7 @@ class Walker:
     def _one(self, p: Page, words, i: int, n: int, stats: dict[int, MapStats]) -> tuple[int, int]:
         """The general path for one object at word i: (next word, objects counted)."""
         m = words[i]
-        info = self.cache.get(m)
-        if info is None:
-            info = self.cls.classify(m)
-            self.cache[m] = info
+        info = self.info(m)
         kind = info[0]
         if kind == K_BAD or kind == K_UNKNOWN:
             size = self._resync(words, i, n, kind)
@@ -661,18 +683,202 @@ class Walker:
                 return i + size, 0
         return i + size, 1
 
+    def one_recorded(self, p: Page, words, i: int, n: int,
+                     stats: dict[int, MapStats]) -> tuple[int, int]:
+        """The general path for one object, keeping JS objects' addresses."""
+        m = int(words[i])
+        info = self.info(m)
+        if info[0] == K_FIXED:
+            if info[3]:
+                st = stats.get(m)
+                if st is None:
+                    st = stats[m] = MapStats(m, info[2], addresses=array("Q"))
+                if st.addresses is None:
+                    st.addresses = array("Q")
+                st.addresses.append(p.start + 8 * i + 1)
+            return i + max(1, info[1]), 1
+        return self._one(p, _Words(words), i, n, stats)
+
     def _resync(self, words, i: int, n: int, kind: int) -> int:
         """Words to the next plausible object start, for objects of unknown size."""
-        cache = self.cache
-        is_map = self.cls.is_map
+        info = self.info
         j = i + (2 if kind == K_UNKNOWN else 1)
         stop = min(n, i + MAX_RESYNC_WORDS)
         while j < stop:
             v = words[j]
-            if v & 3 == 1 and is_map(v, cache):
+            if v & 3 == 1 and info(v)[0] != K_BAD:
                 return j - i
             j += 1
         return max(1, stop - i)
+
+
+class NumpyWalker:
+    """The page walk with NumPy: sizes of every candidate object start at once.
+
+    Per page, every word that is a known map is a candidate object start and
+    its object's size is computed for all candidates in a few array
+    operations; a short Python loop then follows the chain of objects from
+    the area start (each step one list lookup). Objects the arrays cannot
+    size (maps first seen on this page, kinds without a size rule, the
+    allocation-area gaps) stop the chain and go through the general path.
+    """
+
+    KINDS_VECTOR = (K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_BIGINT, K_PROPARRAY,
+                    K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_UNKNOWN)
+
+    def __init__(self, w: Walker, np) -> None:
+        self.w = w
+        self.np = np
+        self._known = -1
+        self.chunks: dict[int, list] = {}
+
+    def _tables(self) -> None:
+        np = self.np
+        cache = self.w.cache
+        if len(cache) == self._known:
+            return
+        items = sorted((m, info) for m, info in cache.items()
+                       if info[0] in self.KINDS_VECTOR)
+        self.K = np.array([m for m, _ in items], dtype=np.uint64)
+        self.KK = np.array([info[0] for _, info in items], dtype=np.int16)
+        self.KS = np.array([info[1] for _, info in items], dtype=np.int64)
+        self.KR = np.array([bool(info[3]) for _, info in items], dtype=bool)
+        self._known = len(cache)
+
+    def walk(self, p: Page, data: bytes, stats: dict[int, MapStats]) -> int:
+        np = self.np
+        self._tables()
+        W = np.frombuffer(data, dtype="<u8")
+        n = len(W)
+        if n < 2 or not len(self.K):
+            return self.w.fast_walk(p, memoryview(data).cast("Q"), stats)
+        K = self.K
+        idx = np.searchsorted(K, W)
+        np.minimum(idx, len(K) - 1, out=idx)
+        cand = np.flatnonzero(K[idx] == W)
+        ki = idx[cand]
+        kind = self.KK[ki]
+        S = self.KS[ki].copy()
+        w1 = W[np.minimum(cand + 1, n - 1)]
+        hi = (w1 >> np.uint64(32)).astype(np.int64)
+        lo = (w1 & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        cls = self.w.cls
+        for k, expr in ((K_ARRAY, lambda h, l: 2 + h),
+                        (K_SEQ1, lambda h, l: 2 + ((h + 7) >> 3)),
+                        (K_SEQ2, lambda h, l: 2 + ((2 * h + 7) >> 3)),
+                        (K_FREE, lambda h, l: h >> cls.free_shift),
+                        (K_BYTES, lambda h, l: 2 + ((h + 7) >> 3)),
+                        (K_BIGINT, lambda h, l: 2 + ((l >> 1) & 0x3FFFFFFF)),
+                        (K_PROPARRAY, lambda h, l: 2 + (h & 0x3FF)),
+                        (K_DESCRIPTORS, lambda h, l: (cls.desc_header >> 3) + 3 * (l & 0xFFFF)),
+                        (K_WEAKLIST, lambda h, l: 3 + h),
+                        (K_BYTECODE, lambda h, l: (cls.bytecode_header + h + 7) >> 3)):
+            sel = kind == k
+            if sel.any():
+                S[sel] = expr(hi[sel], lo[sel])
+        m = len(cand)
+        unk = kind == K_UNKNOWN
+        if unk.any():
+            # No size rule: the object runs to the next known map word (the resync).
+            gaps = np.diff(cand, append=n)
+            S[unk] = gaps[unk]
+        nextpos = cand + S
+        ci = np.searchsorted(cand, nextpos)
+        ok = (ci < m) & (S > 0)
+        ci_c = np.minimum(ci, m - 1)
+        ok &= cand[ci_c] == nextpos
+        skips = {(t - p.start) >> 3: (lim - p.start) >> 3 for t, lim in p.skips
+                 if p.start <= t <= p.end}
+        if skips:
+            # Never step onto an allocation-area top inside the fast chain.
+            tops = np.array(sorted(skips), dtype=np.int64)
+            ok &= ~np.isin(nextpos, tops)
+        # Jump tables for following the chain by doubling (sentinel m = stop).
+        nxt = np.where(ok, ci_c, m)
+        nxt = np.append(nxt, m)
+        levels = [nxt]
+        span = 1
+        while span < m + 1:
+            j = levels[-1]
+            j2 = j[j]
+            levels.append(j2)
+            span *= 2
+            if (j2[:-1] == m).all():
+                break
+        posl = cand.tolist()
+        Sl = S.tolist()
+        parts = []
+        extra = 0
+        pos = 0
+        guard = 0
+        while pos < n and guard < 1 << 16:
+            guard += 1
+            if pos in skips:
+                pos = skips[pos]
+                continue
+            c = bisect.bisect_left(posl, pos)
+            if c < m and posl[c] == pos and Sl[c] > 0:
+                P = np.array([c], dtype=np.int64)
+                for lv in reversed(levels):
+                    P = np.concatenate((P, lv[P]))
+                    P = P[P < m]
+                mark = np.zeros(m, dtype=bool)
+                mark[P] = True
+                seg = np.flatnonzero(mark)
+                parts.append(seg)
+                last = int(seg[-1])
+                pos = posl[last] + Sl[last]
+                continue
+            # The general path for the one object at pos.
+            pos, seen = self.w.one_recorded(p, W, pos, n, stats)
+            extra += seen
+        chain = parts
+        if not chain:
+            return extra
+        ch = np.concatenate(chain) if len(chain) > 1 else chain[0]
+        kc = kind[ch]
+        counted = kc != K_FREE
+        total = int(counted.sum()) + extra
+        rec = self.KR[ki[ch]] & counted
+        if rec.any():
+            rc = ch[rec]
+            addrs = (cand[rc] * 8 + (p.start + 1)).astype(np.uint64)
+            mids = ki[rc]
+            order = np.argsort(mids, kind="stable")
+            mids = mids[order]
+            addrs = addrs[order]
+            cuts = np.flatnonzero(np.diff(mids)) + 1
+            starts = np.concatenate(([0], cuts))
+            for a, b in zip(starts.tolist(), (list(cuts.tolist()) + [len(mids)])):
+                mp = int(K[mids[a]])
+                lst = self.chunks.get(mp)
+                if lst is None:
+                    lst = self.chunks[mp] = []
+                lst.append(addrs[a:b])
+        return total
+
+    def finish(self, stats: dict[int, MapStats]) -> None:
+        """Fold the per-page address arrays into each map's MapStats."""
+        np = self.np
+        for mp, parts in self.chunks.items():
+            st = stats.get(mp)
+            if st is None:
+                info = self.w.cache.get(mp)
+                st = stats[mp] = MapStats(mp, info[2] if info else -1, addresses=array("Q"))
+            if st.addresses is None:
+                st.addresses = array("Q")
+            st.addresses.frombytes(np.concatenate(parts).astype("<u8").tobytes())
+        self.chunks.clear()
+
+
+def _numpy():
+    if os.environ.get("V8DBG_NO_NUMPY"):
+        return None
+    try:
+        import numpy
+        return numpy
+    except ImportError:
+        return None
 
 
 def scan(prog: Program, progress=None) -> Census:
@@ -688,6 +894,8 @@ def scan(prog: Program, progress=None) -> Census:
     heap, pages = find_pages(prog, lay)
     live = _plan(prog, heap, pages, lay)
     w = Walker(prog, h)
+    np = _numpy()
+    nw = NumpyWalker(w, np) if np is not None else None
     stats: dict[int, MapStats] = {}
     total = 0
     total_bytes = sum(p.end - p.start for p in live)
@@ -695,11 +903,16 @@ def scan(prog: Program, progress=None) -> Census:
     for k, p in enumerate(live):
         words = w.read_page(p)
         if words is not None:
-            total += w.fast_walk(p, words, stats)
+            if nw is not None:
+                total += nw.walk(p, words.obj if hasattr(words, "obj") else words.tobytes(), stats)
+            else:
+                total += w.fast_walk(p, words, stats)
             del words
         done += p.end - p.start
         if progress is not None:
             progress.update(done, total_bytes)
+    if nw is not None:
+        nw.finish(stats)
     for st in stats.values():
         if st.addresses is not None:
             st.count = len(st.addresses)

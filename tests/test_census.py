@@ -1,0 +1,126 @@
+"""Heap census against V8's own heap snapshot, on every node line and front end.
+
+The census fixture writes `v8.writeHeapSnapshot()` just before it aborts; the
+counts v8dbg finds in the core must equal the snapshot's for the fixture's
+classes (including 0 for the class whose instances were all collected).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import lru_cache
+
+import pytest
+
+from support import FRONTENDS, VERSIONS, json_line, make_core, read_json, run, run_cli
+
+FIXTURE = "census.js"
+CLASSES = ("Widget", "Dropped", "Target", "Owner")
+
+
+@lru_cache(maxsize=None)
+def core_dir(version: str):
+    return make_core(version, FIXTURE)
+
+
+@lru_cache(maxsize=None)
+def snapshot_counts(version: str) -> Counter:
+    """(node type, name) -> count, from the fixture's heap snapshot."""
+    d = core_dir(version)
+    snap = json.loads((d / read_json(d, "expected-census.json")["snapshot"]).read_text())
+    meta = snap["snapshot"]["meta"]
+    fields = meta["node_fields"]
+    types = meta["node_types"][0]
+    ti, ni, k = fields.index("type"), fields.index("name"), len(fields)
+    nodes, strings = snap["nodes"], snap["strings"]
+    c: Counter = Counter()
+    for i in range(0, len(nodes), k):
+        c[(types[nodes[i + ti]], strings[nodes[i + ni]])] += 1
+    return c
+
+
+@lru_cache(maxsize=None)
+def target_address(version: str) -> str:
+    out = run_cli(version, core_dir(version) / "core", ["findjsinstances --json Target"])[0]
+    inst = json_line(out)["instances"]
+    assert len(inst) == 1, out
+    return inst[0]
+
+
+@lru_cache(maxsize=None)
+def outputs(frontend: str, version: str) -> tuple[str, ...]:
+    """All census commands in one debugger run (lldb takes seconds to start)."""
+    cmds = ["findjsobjects --json", "findjsinstances --json Widget",
+            "jsfunctions -n counter --json", "nodeinfo --json",
+            f"findjsrefs --json {target_address(version)}", "findjsobjects -c Widget"]
+    return tuple(run(frontend, version, core_dir(version) / "core", cmds))
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_counts_equal_snapshot(frontend: str, version: str) -> None:
+    doc = json_line(outputs(frontend, version)[0])
+    mine: Counter = Counter()
+    for g in doc["groups"]:
+        mine[g["constructor"]] += g["count"]
+    snap = snapshot_counts(version)
+    for name in CLASSES:
+        assert mine[name] == snap[("object", name)], (name, mine[name], snap[("object", name)])
+    expected = read_json(core_dir(version), "expected-census.json")
+    assert mine["Widget"] == expected["widgets"] == 7777
+    assert mine["Dropped"] == 0
+    widget = [g for g in doc["groups"] if g["constructor"] == "Widget"]
+    assert widget[0]["properties"] == ["id", "label", "tags"]
+    assert widget[0]["size"] > 0
+    assert doc["total_objects"] > 7777 * 3
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_instances_and_functions(frontend: str, version: str) -> None:
+    outs = outputs(frontend, version)
+    inst = json_line(outs[1])
+    assert inst["constructor"] == "Widget" and inst["count"] == 7777
+    assert len(set(inst["instances"])) == 7777
+    fns = json_line(outs[2])["functions"]
+    assert len(fns) == 1
+    f = fns[0]
+    assert f["closures"] == snapshot_counts(version)[("closure", "counter")] == 321
+    assert f["script"].endswith("census.js") and f["line"] == 22
+    assert "7777" in outs[5] and "Widget" in outs[5]
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_nodeinfo(frontend: str, version: str) -> None:
+    info = json_line(outputs(frontend, version)[3])
+    expected = read_json(core_dir(version), "expected-census.json")
+    assert info["node_version"] == expected["node_version"] == f"v{version}"
+    assert info["v8_version"] == expected["v8_version"]
+    assert info["pid"] == expected["pid"]
+    assert info["argv"] == expected["argv"]
+    assert info["exec_argv"] == expected["exec_argv"]
+    assert info["exec_path"] == expected["exec_path"]
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_findjsrefs(frontend: str, version: str) -> None:
+    doc = json_line(outputs(frontend, version)[4])
+    assert doc["target"] == target_address(version)
+    refs = doc["refs"]
+    vias = {(r["holder_type"], r["via"]) for r in refs}
+    assert ("object", "held") in vias, refs
+    assert any(r["constructor"] == "Owner" and r["via"] == "held" for r in refs)
+    assert ("array", "[3]") in vias, refs
+    assert ("context", "closure:kept") in vias, refs
+    assert any(r["holder_type"] == "map" for r in refs), refs
+    assert any(r["holder_type"] == "set" for r in refs), refs
+
+
+def test_errors_are_one_line() -> None:
+    version = VERSIONS[-1]
+    out = run_cli(version, core_dir(version) / "core", ["findjsrefs --json 0x10"])[0]
+    assert json_line(out).get("error")
+    assert "Traceback" not in out

@@ -1,0 +1,148 @@
+"""Object shapes for the heap census: constructor name and property names per map.
+
+The census groups objects the way V8's own heap snapshot names them, so the
+constructor name follows V8's JSReceiver::GetConstructorName rather than
+util.inspect's: the map's constructor when the object was made with
+`new.target === constructor`, else Symbol.toStringTag or the `constructor`
+of an object on the prototype chain (not of the object itself), else the
+class name of its type. Everything here depends only on the map (and its
+prototype chain), so the census computes it once per map.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import DecodeError, TargetMemoryError
+from .program import Program
+from .values import Values
+
+MAX_CHAIN = 64
+NEW_TARGET_IS_BASE = 1  # Map bit_field2 bit 0
+IS_PROTOTYPE_MAP = 1 << 20  # Map bit_field3 bit 20
+IS_DICTIONARY_MAP = 1 << 21
+
+_CLASS_NAMES = {
+    "JS_ARRAY_TYPE": "Array", "JS_FUNCTION_TYPE": "Function", "JS_ERROR_TYPE": "Error",
+    "JS_MAP_TYPE": "Map", "JS_SET_TYPE": "Set", "JS_PROMISE_TYPE": "Promise",
+    "JS_REG_EXP_TYPE": "RegExp", "JS_DATE_TYPE": "Date", "JS_WEAK_MAP_TYPE": "WeakMap",
+    "JS_WEAK_SET_TYPE": "WeakSet", "JS_ARRAY_BUFFER_TYPE": "ArrayBuffer",
+    "JS_PROXY_TYPE": "Object", "JS_ARGUMENTS_OBJECT_TYPE": "Arguments",
+    "JS_BOUND_FUNCTION_TYPE": "Function", "JS_GLOBAL_PROXY_TYPE": "global",
+    "JS_GLOBAL_OBJECT_TYPE": "global",
+}
+
+
+@dataclass
+class Shape:
+    constructor: str
+    properties: list[str]
+    dictionary: bool
+
+
+class Shapes:
+    """Constructor and property names of maps, cached per map."""
+
+    def __init__(self, prog: Program, values: Values | None = None) -> None:
+        self.v = values or Values(prog)
+        self.h = self.v.h
+        self.md = self.h.md
+        self.f = self.v.f
+        self._cache: dict[int, Shape] = {}
+        md = self.md
+        self.o_ctor = md.off("Map", "constructor_or_back_pointer")
+        self.o_proto = md.off("Map", "prototype")
+        self.o_bf2 = md.off("Map", "bit_field2")
+        self.o_bf3 = md.off("Map", "bit_field3")
+        self.fn_lo = md.consts.get("FirstJSFunctionType", 0)
+        self.fn_hi = md.consts.get("LastJSFunctionType", -1)
+        self.proxy = md.types.get("JS_PROXY_TYPE")
+
+    def shape(self, m: int, representative: int) -> Shape:
+        s = self._cache.get(m)
+        if s is None:
+            s = self._compute(m, representative)
+            if len(self._cache) > 200000:
+                self._cache.clear()
+            self._cache[m] = s
+        return s
+
+    def is_function_type(self, itype: int) -> bool:
+        return self.fn_lo <= itype <= self.fn_hi
+
+    def _compute(self, m: int, obj: int) -> Shape:
+        h = self.h
+        mem = h.mem
+        try:
+            bf3 = mem.u32(m - 1 + self.o_bf3)
+        except TargetMemoryError:
+            bf3 = 0
+        dictionary = bool(bf3 & IS_DICTIONARY_MAP)
+        try:
+            name = self.constructor_name_of_map(m)
+        except (DecodeError, TargetMemoryError):
+            name = "Object"
+        props: list[str] = []
+        if not dictionary:
+            props = self.property_names(obj)
+        return Shape(name, props, dictionary)
+
+    def property_names(self, obj: int) -> list[str]:
+        """Own property names of an object, as JavaScript enumerates them."""
+        out: list[str] = []
+        try:
+            for p in self.v.own_properties(obj, 256):
+                k = self.v.key_text(p.key, 200)
+                if k is not None:
+                    out.append(k)
+        except (DecodeError, TargetMemoryError):
+            pass
+        return out
+
+    def constructor_name_of_map(self, m: int) -> str:
+        """V8's GetConstructorName for objects of map m (ignoring own toStringTag)."""
+        h = self.h
+        mem = h.mem
+        itype = h.map_type(m)
+        bf2 = mem.u8(m - 1 + self.o_bf2)
+        bf3 = mem.u32(m - 1 + self.o_bf3)
+        if itype != self.proxy and bf2 & NEW_TARGET_IS_BASE and not bf3 & IS_PROTOTYPE_MAP:
+            c = self.v.map_constructor(m)
+            if h.is_heap(c) and self._is_function(c):
+                n = self.v.function_name(c)
+                if n and n != "Object":
+                    return n
+        o = mem.u64(m - 1 + self.o_proto)
+        for _ in range(MAX_CHAIN):
+            if not h.is_heap(o) or h.oddball_name(o) is not None:
+                break
+            tag = self.v.own_data_property(o, symbol_desc="Symbol.toStringTag")
+            if tag is not None and h.is_heap(tag) and self.v.is_string(tag):
+                return self.v.s.text(tag, 200)
+            c = self.v.own_data_property(o, "constructor")
+            if c is not None and h.is_heap(c) and self._is_function(c):
+                n = self.v.function_name(c)
+                if n and n != "Object":
+                    return n
+            o = mem.u64(h.map_of(o) - 1 + self.o_proto)
+        return self.class_name(itype)
+
+    def _is_function(self, v: int) -> bool:
+        try:
+            return self.is_function_type(self.h.instance_type(v))
+        except (DecodeError, TargetMemoryError):
+            return False
+
+    def class_name(self, itype: int) -> str:
+        if self.is_function_type(itype):
+            return "Function"
+        return _CLASS_NAMES.get(self.h.type_name(itype), "Object")
+
+
+def constructor_name(prog: Program, obj: int) -> str:
+    """V8's constructor name of one object (the census's grouping name)."""
+    sh = prog.cache.get("shapes")
+    if not isinstance(sh, Shapes):
+        sh = Shapes(prog)
+        prog.cache["shapes"] = sh
+    return sh.shape(sh.h.map_of(obj), obj).constructor

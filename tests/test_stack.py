@@ -52,7 +52,7 @@ def short_name(v8name: str) -> str:
     n = re.sub(r"^(new|async) ", "", n)
     if n.startswith("get ") or n.startswith("set "):
         return n
-    n = n.rsplit(".", 1)[-1] if "." in n else n
+    n = n.split(".", 1)[1] if "." in n else n  # "Type.method": the method may hold dots
     return "" if n == "<anonymous>" else n  # V8's word for a nameless function called as a method
 
 

@@ -26,6 +26,7 @@ INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolin
                         "InterpreterEnterBytecodeAdvance", "InterpreterEnterBytecodeDispatch")
 
 MAX_ARGS = 256
+MAX_PROTOTYPES = 16
 
 
 @dataclass
@@ -72,6 +73,7 @@ class StackDecoder:
         self.frame_types = {v: k[len("frametype_"):] for k, v in md.consts.items()
                             if k.startswith("frametype_")}
         self.code = codes.Codes(prog, self.h, self.f)
+        self._values = None
 
     # -- classification --------------------------------------------------
 
@@ -156,8 +158,8 @@ class StackDecoder:
         fr.kind = "js"
         fr.function_address = fn
         fr.sfi = sfi
-        fr.function = self.f.debug_name(sfi)
         self._receiver_args(fr, sfi)
+        fr.function = self.display_name(fn, sfi, fr.receiver)
         script = self.f.script(sfi)
         if builtin is not None and builtin not in INTERPRETER_BUILTINS \
                 and not builtin.endswith("Handler"):
@@ -181,6 +183,48 @@ class StackDecoder:
             return [fr]
         # JIT code on the heap: baseline, Maglev or TurboFan.
         return self.code.jit_frames(self, mf, fr, fn, sfi, script)
+
+    def display_name(self, fn: int, sfi: int, receiver: int | None = None) -> str:
+        """The name V8's stack traces give a function.
+
+        An own `name` data property wins -- V8 sets one for methods with
+        computed or symbol keys -- then the SharedFunctionInfo's debug name;
+        a nameless function called as a method is named by the property of
+        the receiver (or its prototypes) that holds it, as V8 does.
+        """
+        if self._values is None:
+            from .values import Values
+            self._values = Values(self.prog, self.h, self.s, self.f)
+        vals = self._values
+        try:
+            v = vals.own_data_property(fn, "name")
+        except (DecodeError, TargetMemoryError, V8DbgError):
+            v = None
+        if v is not None and self.h.is_heap(v) and self.s.is_string(v):
+            return self.s.text(v, 512)
+        name = self.f.debug_name(sfi)
+        if name or receiver is None or not self.h.is_heap(receiver):
+            return name
+        return self._method_name(receiver, fn) or ""
+
+    def _method_name(self, receiver: int, fn: int) -> str | None:
+        """The key under which `receiver` or a prototype holds `fn` (bounded search)."""
+        h, vals = self.h, self._values
+        obj = receiver
+        for _ in range(MAX_PROTOTYPES):
+            try:
+                if not h.instance_type(obj) >= self.md.const("FirstJSReceiverType", 0) or \
+                        not h.type_name(h.instance_type(obj)).startswith("JS_"):
+                    return None
+                for p in vals.own_properties(obj, 256):
+                    if not p.accessor and p.value == fn and self.s.is_string(p.key):
+                        return self.s.text(p.key, 512)
+                obj = h.field(h.map_of(obj), "Map", "prototype")
+            except (DecodeError, TargetMemoryError, V8DbgError):
+                return None
+            if not h.is_heap(obj):
+                return None
+        return None
 
     def _place(self, fr: Frame, script: int | None, pos: int | None) -> None:
         fr.position = pos

@@ -194,3 +194,33 @@ def test_live_process(debugger, version):
         after = node.cpu_time()
         time.sleep(0.5)
         assert node.cpu_time() > after >= before
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_gcore_core(version):
+    """A core taken from a running process with gcore, read by every front end."""
+    import shutil
+    import subprocess
+    with LiveNode(version, "stack.js", ("--allow-natives-syntax",)) as node:
+        prefix = node.dir / "gcore"
+        subprocess.run([shutil.which("gcore") or "gcore", "-o", str(prefix), str(node.pid)],
+                       capture_output=True, timeout=300, check=True)
+        core = node.dir / f"gcore.{node.pid}"
+        assert node.alive()
+        expected = (node.dir / "expected-stack.txt").read_text()
+    for frontend in FRONTENDS:
+        doc = json_line(run(frontend, version, core, ["jsstack --json"])[0])
+        compare(doc, expected)
+
+
+def test_unknown_version_warns():
+    """A V8 newer than the table: a clear warning naming the versions known."""
+    from v8dbg import layouts, metadata
+    from v8dbg.elf import ElfFile
+    md = metadata.load(ElfFile(str(node_binary(VERSIONS[-1]))))
+    fake = metadata.Metadata((15, 1, 0, 0), dict(md.consts), dict(md.fields), md.type_names,
+                             md.types, md.node, md.build_id, md.binary)
+    layouts.apply(fake)
+    assert fake.unsupported and "15.1" in fake.unsupported and "14.6" in fake.unsupported
+    layouts.apply(md)
+    assert md.unsupported is None

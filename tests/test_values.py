@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from support import (FRONTENDS, ROOT, VERSIONS, json_line, make_core, node_binary, read_json, run,
-                     run_cli)
+from support import (FRONTENDS, ROOT, VERSIONS, LiveNode, json_line, make_core, node_binary,
+                     read_json, run, run_cli, run_gdb, run_lldb)
 
 # Values whose text rendering must equal node's util.inspect exactly.
 TEXT_EXCEPTIONS = {
@@ -194,6 +194,8 @@ def _check_outputs(version: str, truth: dict, outs: list[str]) -> list[str]:
             check_value(name, t, v)
             if name not in TEXT_EXCEPTIONS and "\n" not in t.get("inspect", "\n") \
                     and t["typeof"] not in ("string",):
+                text_out = "\n".join(l for l in text_out.splitlines()
+                                     if not re.match(r"^(\[Inferior \d|Process \d+ detached)", l))
                 got, want = _norm(text_out.strip()), _norm(t["inspect"])
                 assert got == want, f"{name}: {text_out!r} != {t['inspect']!r}"
         except AssertionError as e:
@@ -302,6 +304,28 @@ def test_jsframe_closure(version: str) -> None:
     assert "ZOO" in names and "truth" in names
     text = sess.run("jsframe", ["-v", str(idx)])[0]
     assert "closure ZOO:" in text
+
+
+@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_live_process(version: str, debugger: str) -> None:
+    """Attach to a running node, print the zoo, detach: values right, process unharmed."""
+    runner = run_gdb if debugger == "gdb" else run_lldb
+    with LiveNode(version, "values.js") as node:
+        truth = read_json(node.dir, "expected-values.json")
+        doc = json_line(runner(version, ["jsstack -v --json"], pid=node.pid)[0])
+        fr = [f for f in doc["frames"] if f.get("function") == "zoo"]
+        assert fr, doc
+        args = fr[0]["args"]
+        assert len(args) == len(truth["names"])
+        outs = runner(version, _commands(args), pid=node.pid)
+        bad = _check_outputs(version, truth, outs)
+        assert not bad, "\n".join(bad)
+        time.sleep(0.3)
+        assert node.alive()
+        t = node.cpu_time()
+        time.sleep(0.5)
+        assert node.cpu_time() > t
 
 
 # -- hand-built memory ------------------------------------------------------

@@ -109,9 +109,15 @@ class Session:
         if self._prog is None or self._key != key:
             prog = Program(backend, self._binary)
             prog.check_binary()
+            from .metadata import warn_once
             if prog.md.unsupported:
-                from .metadata import warn_once
                 warn_once(prog.md.unsupported)
+            if getattr(backend, "truncated", False):
+                path = getattr(backend, "path", "the core")
+                have = getattr(getattr(backend, "elf", None), "size", 0)
+                want = getattr(backend, "expected_size", 0)
+                warn_once(f"{path} is truncated ({have} of {want} bytes): memory past its end "
+                          "is missing, so some frames and objects cannot be decoded")
             self._prog = prog
             self._key = key
         else:

@@ -56,7 +56,9 @@ class CoreBackend:
         self.mappings_raw: list[FileMapping] = []
         self._segs: list[tuple[int, int, int, int]] = []  # (vaddr, memsz, offset, filesz)
         size = self.elf.size
-        self.truncated = False
+        self.truncated = len(self.elf.segments) < min(self.elf.e_phnum, 4096)
+        # How long the core should be, by its program headers (for the truncation warning).
+        self.expected_size = max([s.offset + s.filesz for s in self.elf.segments] + [size])
         for seg in self.elf.segments:
             if seg.type == PT_LOAD:
                 filesz = seg.filesz

@@ -35,6 +35,7 @@ LAB_SEARCH_BEFORE = 0x20000
 LAB_SEARCH_AFTER = 0x1000
 OWNER_SEARCH = 0x400
 MAX_RESYNC_WORDS = 1 << 18
+HASH_SIZE = 1 << 20
 
 # Object kinds, for the walk's size computation.
 K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_UNKNOWN, K_BIGINT, K_PROPARRAY, \
@@ -102,9 +103,36 @@ class _Layout:
 
 # -- memory regions ----------------------------------------------------------
 
+def bulk(prog: Program):
+    """What to read whole pages from: a debugger's core file directly when it
+    names one (far faster than the debugger's memory API, and the debugger
+    does not map the pages into its own memory), else the backend."""
+    cached = prog.cache.get("census_bulk")
+    if cached is not None:
+        return cached
+    out = prog.backend
+    fn = getattr(prog.backend, "core_file", None)
+    if fn is not None and getattr(prog.backend, "kind", "") != "core":
+        try:
+            path = fn()
+        except Exception:
+            path = None
+        if path and os.path.isfile(path):
+            from .corefile import CoreBackend
+            try:
+                cb = CoreBackend(path)
+                if cb.pid() == prog.backend.pid() or not prog.backend.pid():
+                    out = cb
+            except V8DbgError:
+                pass
+    prog.cache["census_bulk"] = out
+    return out
+
+
 def regions(prog: Program) -> list[tuple[int, int]]:
     """Readable [start, end) ranges of the target, from the backend."""
-    fn = getattr(prog.backend, "regions", None)
+    src = bulk(prog)
+    fn = getattr(src, "regions", None)
     out: list[tuple[int, int]] = []
     if fn is not None:
         try:
@@ -155,10 +183,16 @@ def core_regions(path: str) -> list[tuple[int, int]]:
 
 def find_pages(prog: Program, lay: _Layout) -> tuple[int, list[Page]]:
     """Every V8 page of the target's (one) heap, and that Heap's address."""
-    backend = prog.backend
+    backend = bulk(prog)
     cands: list[Page] = []
 
     lo_img, hi_img = _image_range(prog)
+    regs = regions(prog)
+    reg_starts = [r[0] for r in regs]
+
+    def readable(addr: int) -> bool:
+        i = bisect.bisect_right(reg_starts, addr) - 1
+        return i >= 0 and addr < regs[i][1]
 
     def in_binary(addr: int) -> bool:
         return lo_img <= addr < hi_img
@@ -166,7 +200,7 @@ def find_pages(prog: Program, lay: _Layout) -> tuple[int, list[Page]]:
     hdr = max(lay.flags, lay.meta_ptr) + 8
     need = max(lay.heap, lay.area_start, lay.area_end, lay.owner) + 8
     probes = 0
-    for lo, hi in regions(prog):
+    for lo, hi in regs:
         a = (lo + lay.align - 1) // lay.align * lay.align
         while a + 64 <= hi and probes < MAX_REGION_PROBES:
             probes += 1
@@ -175,7 +209,7 @@ def find_pages(prog: Program, lay: _Layout) -> tuple[int, list[Page]]:
             except Exception:
                 a += lay.align
                 continue
-            page = _parse_header(a, head, lay, backend, need, in_binary)
+            page = _parse_header(a, head, lay, backend, need, in_binary, readable)
             if page is not None:
                 cands.append(page)
             a += lay.align
@@ -205,11 +239,11 @@ def _image_range(prog: Program) -> tuple[int, int]:
 
 
 def _parse_header(a: int, head: bytes, lay: _Layout, backend, need: int,
-                  in_binary) -> Page | None:
+                  in_binary, readable) -> Page | None:
     flags = struct.unpack_from("<Q", head, lay.flags)[0]
     if lay.meta_ptr:
         meta = struct.unpack_from("<Q", head, lay.meta_ptr)[0]
-        if meta < 0x10000 or meta & 7:
+        if meta < 0x10000 or meta & 7 or not readable(meta):
             return None
         try:
             m = backend.read(meta, need)
@@ -265,7 +299,7 @@ def _find_labs(prog: Program, heap: int, pages: list[Page], lay: _Layout) -> lis
 def _read_some(prog: Program, base: int, size: int) -> bytes:
     """As much of [base, base+size) as is readable, from the first readable page."""
     try:
-        return prog.backend.read(base, size)
+        return bulk(prog).read(base, size)
     except Exception:
         pass
     step = 4096
@@ -274,7 +308,7 @@ def _read_some(prog: Program, base: int, size: int) -> bytes:
     started = False
     while a < base + size:
         try:
-            blk = prog.backend.read(a, step)
+            blk = bulk(prog).read(a, step)
             if not started:
                 blk = blk[max(0, base - a):]
                 started = True
@@ -518,7 +552,7 @@ class Walker:
 
     def read_page(self, p: Page) -> memoryview | None:
         try:
-            data = self.prog.backend.read(p.start, p.end - p.start)
+            data = bulk(self.prog).read(p.start, p.end - p.start)
         except Exception:
             return None
         if len(data) != p.end - p.start:
@@ -743,7 +777,49 @@ class NumpyWalker:
         self.KK = np.array([info[0] for _, info in items], dtype=np.int16)
         self.KS = np.array([info[1] for _, info in items], dtype=np.int64)
         self.KR = np.array([bool(info[3]) for _, info in items], dtype=bool)
+        # A direct-mapped table from a word's middle bits to its index in K (+1):
+        # one gather per page instead of a binary search per word. A map that
+        # loses a slot to another just takes the general path.
+        table = np.zeros(HASH_SIZE, dtype=np.int32)
+        h = ((self.K >> np.uint64(3)) & np.uint64(HASH_SIZE - 1)).astype(np.int64)
+        table[h[::-1]] = np.arange(len(items), 0, -1, dtype=np.int32)
+        self.T = table
         self._known = len(cache)
+
+    def discover_maps(self, pages: list[Page]) -> None:
+        """Learn every Map on the heap before the walk, so the chains seldom stop.
+
+        A meta map is the one object whose map word points at itself; every
+        Map's map word is a meta map. Two quick passes over the pages find
+        the meta maps, then the Maps, and classify each Map once.
+        """
+        np = self.np
+        metas: set[int] = set()
+        for p in pages:
+            W = self._words(p)
+            if W is None:
+                continue
+            own = np.arange(len(W), dtype=np.uint64) * np.uint64(8) + np.uint64(p.start + 1)
+            for j in np.flatnonzero(W == own).tolist():
+                metas.add(int(W[j]))
+        if not metas:
+            return
+        marr = np.array(sorted(metas), dtype=np.uint64)
+        for p in pages:
+            W = self._words(p)
+            if W is None:
+                continue
+            for j in np.flatnonzero(np.isin(W, marr)).tolist():
+                self.w.info(p.start + 8 * j + 1)
+
+    def _words(self, p: Page):
+        try:
+            data = bulk(self.w.prog).read(p.start, p.end - p.start)
+        except Exception:
+            return None
+        if len(data) != p.end - p.start:
+            return None
+        return self.np.frombuffer(data, dtype="<u8")
 
     def walk(self, p: Page, data: bytes, stats: dict[int, MapStats]) -> int:
         np = self.np
@@ -753,9 +829,9 @@ class NumpyWalker:
         if n < 2 or not len(self.K):
             return self.w.fast_walk(p, memoryview(data).cast("Q"), stats)
         K = self.K
-        idx = np.searchsorted(K, W)
-        np.minimum(idx, len(K) - 1, out=idx)
-        cand = np.flatnonzero(K[idx] == W)
+        idx = self.T[((W >> np.uint64(3)) & np.uint64(HASH_SIZE - 1)).astype(np.int64)]
+        idx -= 1
+        cand = np.flatnonzero((idx >= 0) & (K[idx] == W))
         ki = idx[cand]
         kind = self.KK[ki]
         S = self.KS[ki].copy()
@@ -763,6 +839,7 @@ class NumpyWalker:
         hi = (w1 >> np.uint64(32)).astype(np.int64)
         lo = (w1 & np.uint64(0xFFFFFFFF)).astype(np.int64)
         cls = self.w.cls
+        present = set(np.unique(kind[kind != K_FIXED]).tolist())
         for k, expr in ((K_ARRAY, lambda h, l: 2 + h),
                         (K_SEQ1, lambda h, l: 2 + ((h + 7) >> 3)),
                         (K_SEQ2, lambda h, l: 2 + ((2 * h + 7) >> 3)),
@@ -773,12 +850,12 @@ class NumpyWalker:
                         (K_DESCRIPTORS, lambda h, l: (cls.desc_header >> 3) + 3 * (l & 0xFFFF)),
                         (K_WEAKLIST, lambda h, l: 3 + h),
                         (K_BYTECODE, lambda h, l: (cls.bytecode_header + h + 7) >> 3)):
-            sel = kind == k
-            if sel.any():
+            if k in present:
+                sel = kind == k
                 S[sel] = expr(hi[sel], lo[sel])
         m = len(cand)
         unk = kind == K_UNKNOWN
-        if unk.any():
+        if K_UNKNOWN in present:
             # No size rule: the object runs to the next known map word (the resync).
             gaps = np.diff(cand, append=n)
             S[unk] = gaps[unk]
@@ -793,20 +870,12 @@ class NumpyWalker:
             # Never step onto an allocation-area top inside the fast chain.
             tops = np.array(sorted(skips), dtype=np.int64)
             ok &= ~np.isin(nextpos, tops)
-        # Jump tables for following the chain by doubling (sentinel m = stop).
+        # Follow the chain. Mostly each object is followed by the next candidate,
+        # so only the "breaks" (a jump over map words inside an object's body,
+        # or a stop) need a Python step each.
         nxt = np.where(ok, ci_c, m)
-        nxt = np.append(nxt, m)
-        levels = [nxt]
-        span = 1
-        while span < m + 1:
-            j = levels[-1]
-            j2 = j[j]
-            levels.append(j2)
-            span *= 2
-            if (j2[:-1] == m).all():
-                break
-        posl = cand.tolist()
-        Sl = S.tolist()
+        breaks = np.flatnonzero(nxt != np.arange(1, m + 1)).tolist()
+        nb = len(breaks)
         parts = []
         extra = 0
         pos = 0
@@ -816,26 +885,32 @@ class NumpyWalker:
             if pos in skips:
                 pos = skips[pos]
                 continue
-            c = bisect.bisect_left(posl, pos)
-            if c < m and posl[c] == pos and Sl[c] > 0:
-                P = np.array([c], dtype=np.int64)
-                for lv in reversed(levels):
-                    P = np.concatenate((P, lv[P]))
-                    P = P[P < m]
-                mark = np.zeros(m, dtype=bool)
-                mark[P] = True
-                seg = np.flatnonzero(mark)
-                parts.append(seg)
-                last = int(seg[-1])
-                pos = posl[last] + Sl[last]
+            c = int(np.searchsorted(cand, pos))
+            if c < m and int(cand[c]) == pos and int(S[c]) > 0:
+                while guard < 1 << 16:
+                    guard += 1
+                    k = bisect.bisect_left(breaks, c)
+                    b = breaks[k] if k < nb else m - 1
+                    sb = int(S[b])
+                    if sb <= 0:  # b cannot be sized here: the general path takes it
+                        parts.append((c, b))
+                        break
+                    parts.append((c, b + 1))
+                    c2 = int(nxt[b])
+                    if c2 >= m:
+                        break
+                    c = c2
+                pos = int(cand[b]) + max(sb, 0)
                 continue
             # The general path for the one object at pos.
             pos, seen = self.w.one_recorded(p, W, pos, n, stats)
             extra += seen
-        chain = parts
-        if not chain:
+        if not parts:
             return extra
-        ch = np.concatenate(chain) if len(chain) > 1 else chain[0]
+        if len(parts) == 1:
+            ch = np.arange(parts[0][0], parts[0][1])
+        else:
+            ch = np.concatenate([np.arange(x, y) for x, y in parts])
         kc = kind[ch]
         counted = kc != K_FREE
         total = int(counted.sum()) + extra
@@ -900,6 +975,8 @@ def scan(prog: Program, progress=None) -> Census:
     total = 0
     total_bytes = sum(p.end - p.start for p in live)
     done = 0
+    if nw is not None:
+        nw.discover_maps(live)
     for k, p in enumerate(live):
         words = w.read_page(p)
         if words is not None:

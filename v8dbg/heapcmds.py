@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+from array import array
 import struct
 import time
 from dataclasses import dataclass, field
@@ -136,27 +137,26 @@ def _findjsobjects(p: argparse.ArgumentParser):
     return run
 
 
-def instances(prog: Program, name: str) -> list[int]:
-    """Addresses of the live objects whose constructor name is `name`."""
-    out: list[int] = []
+def instances(prog: Program, name: str) -> list[int] | array:
+    """Addresses of the live objects whose constructor name is `name`, ascending."""
+    c = _census(prog)
+    sh = _shapes(prog)
+    parts: list = []
     for g in _groups(prog):
         if g.constructor != name:
             continue
-        c = _census(prog)
         for m in g.maps:
             st = c.maps.get(m)
             if st is None or st.addresses is None:
                 continue
-            if len(g.maps) == 1 and g.count == st.count:
-                out.extend(st.addresses)
+            if sh.shape(m, st.addresses[0]).dictionary:
+                want = g.properties
+                parts.append([a for a in st.addresses if sh.property_names(a) == want])
             else:
-                sh = _shapes(prog)
-                if sh.shape(m, st.addresses[0]).dictionary:
-                    want = tuple(g.properties)
-                    out.extend(a for a in st.addresses if tuple(sh.property_names(a)) == want)
-                else:
-                    out.extend(st.addresses)
-    return sorted(set(out))
+                parts.append(st.addresses)
+    if len(parts) == 1:
+        return parts[0]  # one map: already in address order
+    return sorted(set(a for part in parts for a in part))
 
 
 @command("findjsinstances", "addresses of the objects made by a constructor",
@@ -170,7 +170,7 @@ def _findjsinstances(p: argparse.ArgumentParser):
     def run(sess: Session, args: argparse.Namespace) -> Result:
         prog = sess.program()
         found = instances(prog, args.name)
-        shown = found if args.n is None else found[:max(0, args.n)]
+        shown = list(found if args.n is None else found[:max(0, args.n)])
         data = {"constructor": args.name, "count": len(found),
                 "instances": [hexaddr(a) for a in shown]}
         lines = [hexaddr(a) or "" for a in shown]
@@ -214,7 +214,7 @@ class _RefFinder:
         out: list[tuple[int, int]] = []
         for p in self._pages:
             try:
-                data = self.prog.backend.read(p.start, p.end - p.start)
+                data = census.bulk(self.prog).read(p.start, p.end - p.start)
             except Exception:
                 continue
             data = bytes(data)

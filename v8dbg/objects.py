@@ -49,6 +49,7 @@ class Shapes:
         self.md = self.h.md
         self.f = self.v.f
         self._cache: dict[int, Shape] = {}
+        self._by_proto: dict[int, str | None] = {}
         md = self.md
         self.o_ctor = md.off("Map", "constructor_or_back_pointer")
         self.o_proto = md.off("Map", "prototype")
@@ -113,6 +114,19 @@ class Shapes:
                 if n and n != "Object":
                     return n
         o = mem.u64(m - 1 + self.o_proto)
+        start = o
+        if start in self._by_proto:
+            return self._by_proto[start] or self.class_name(itype)
+        found = self._from_prototypes(o)
+        if len(self._by_proto) > 100000:
+            self._by_proto.clear()
+        self._by_proto[start] = found
+        return found or self.class_name(itype)
+
+    def _from_prototypes(self, o: int) -> str | None:
+        """Symbol.toStringTag or `constructor` name found on the chain from o."""
+        h = self.h
+        mem = h.mem
         for _ in range(MAX_CHAIN):
             if not h.is_heap(o) or h.oddball_name(o) is not None:
                 break
@@ -125,7 +139,7 @@ class Shapes:
                 if n and n != "Object":
                     return n
             o = mem.u64(h.map_of(o) - 1 + self.o_proto)
-        return self.class_name(itype)
+        return None
 
     def _is_function(self, v: int) -> bool:
         try:

@@ -115,6 +115,10 @@ class GdbBackend:
                 self._maps = parse_gdb_mappings(text)
         return self._maps
 
+    def core_file(self) -> str | None:
+        """The core file gdb has open (the census reads whole pages from it)."""
+        return _core_path()
+
     def regions(self) -> list[tuple[int, int]]:
         """Readable memory: the core's segments, or /proc/PID/maps when live."""
         from v8dbg_core.census import core_regions, proc_regions

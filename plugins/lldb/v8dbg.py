@@ -119,6 +119,12 @@ class LldbBackend:
                 out.append(Mapping(start, start + s.GetFileByteSize(), s.GetFileOffset(), path))
         return out
 
+    def core_file(self) -> str | None:
+        """The core file lldb has open (the census reads whole pages from it)."""
+        if self.live:
+            return None
+        return _find_core_file(self.process.GetProcessID())
+
     def regions(self) -> list[tuple[int, int]]:
         """Readable memory regions as lldb reports them (core segments or live maps)."""
         out = []

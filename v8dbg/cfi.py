@@ -7,7 +7,6 @@ binary search in `.eh_frame_hdr`, so nothing is parsed up front.
 
 from __future__ import annotations
 
-import bisect
 import struct
 from dataclasses import dataclass
 
@@ -110,8 +109,8 @@ class CfiTable:
         self.elf = elf
         self._hdr = elf.section(".eh_frame_hdr")
         self._eh = elf.section(".eh_frame")
-        self._table: list[int] = []
-        self._fdes: list[int] = []
+        self._pairs: memoryview | list[int] = []
+        self._count = 0
         self._cie_cache: dict[int, tuple[int, int, int, int, bytes]] = {}
         self._rule_cache: dict[int, Rule | None] = {}
         if self._hdr is not None and self._eh is not None:
@@ -128,22 +127,36 @@ class CfiTable:
         r.encoded(eh_enc)
         count = r.encoded(count_enc)
         count = min(count, (len(data) - r.pos) // 8)
-        flat = struct.unpack_from(f"<{count * 2}i", data, r.pos)
-        base = self._hdr.addr
-        self._table = [base + x for x in flat[0::2]]
-        self._fdes = [base + x for x in flat[1::2]]
+        # A zero-copy view of (initial pc, FDE) pairs, relative to the header.
+        self._pairs = data[r.pos:r.pos + count * 8].cast("i")
+        self._count = count
 
     def has(self, pc: int) -> bool:
         return self.find_fde(pc) is not None
 
+    def _search(self, pc: int) -> int:
+        """Index of the last table entry whose initial pc is <= pc, or -1."""
+        assert self._hdr is not None
+        rel = pc - self._hdr.addr
+        pairs = self._pairs
+        lo, hi = 0, self._count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if pairs[2 * mid] <= rel:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo - 1
+
     def find_fde(self, pc: int) -> tuple[int, int, int] | None:
         """(fde address, pc_begin, pc_end) covering pc."""
-        if not self._table:
+        if not self._count:
             return None
-        i = bisect.bisect_right(self._table, pc) - 1
+        i = self._search(pc)
         if i < 0:
             return None
-        fde = self._fdes[i]
+        assert self._hdr is not None
+        fde = self._hdr.addr + self._pairs[2 * i + 1]
         try:
             parsed = self._parse_fde(fde)
         except (ValueError, struct.error, IndexError):

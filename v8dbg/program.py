@@ -204,7 +204,10 @@ def demangle(name: str) -> str:
         return _demangle_cache[name]
     if _demangler is None:
         try:
-            lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+            try:
+                lib = ctypes.CDLL("libstdc++.so.6")
+            except OSError:
+                lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so")
             fn = lib.__cxa_demangle
             fn.restype = ctypes.c_void_p
             fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 from .errors import TargetMemoryError
 
@@ -26,11 +26,25 @@ class Registers:
     others: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass
 class ThreadInfo:
-    tid: int
-    name: str | None
-    regs: Registers | None
+    """A thread; its registers may be fetched only when first needed."""
+
+    def __init__(self, tid: int, name: str | None, regs: Registers | None = None,
+                 loader: Callable[[], Registers | None] | None = None) -> None:
+        self.tid = tid
+        self.name = name
+        self._regs = regs
+        self._loader = loader
+
+    @property
+    def regs(self) -> Registers | None:
+        if self._regs is None and self._loader is not None:
+            loader, self._loader = self._loader, None
+            try:
+                self._regs = loader()
+            except Exception:  # a debugger refusing to give registers
+                self._regs = None
+        return self._regs
 
 
 @dataclass(frozen=True)

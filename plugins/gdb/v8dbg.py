@@ -18,7 +18,9 @@ def _load_core():
     """Import the core package from this checkout under its own name."""
     if "v8dbg_core" in sys.modules:
         return sys.modules["v8dbg_core"]
-    here = os.path.dirname(os.path.abspath(__file__))
+    # This file's own path: gdb leaves __file__ naming an outer script when one
+    # script sources another, but the code object always knows its file.
+    here = os.path.dirname(os.path.abspath(_load_core.__code__.co_filename))
     pkg = os.path.join(os.path.dirname(os.path.dirname(here)), "v8dbg")
     spec = importlib.util.spec_from_file_location(
         "v8dbg_core", os.path.join(pkg, "__init__.py"), submodule_search_locations=[pkg])
@@ -73,30 +75,8 @@ class GdbBackend:
 
     def threads(self) -> list[ThreadInfo]:
         out = []
-        try:
-            selected = gdb.selected_thread()
-            frame = gdb.selected_frame() if selected is not None else None
-        except gdb.error:
-            selected, frame = None, None
-        try:
-            for t in self.inferior.threads():
-                regs = None
-                try:
-                    t.switch()
-                    f = gdb.newest_frame()
-                    regs = Registers(int(f.read_register("rip")), int(f.read_register("rsp")),
-                                     int(f.read_register("rbp")))
-                except gdb.error:
-                    regs = None
-                out.append(ThreadInfo(t.ptid[1] or t.ptid[0], t.name, regs))
-        finally:
-            if selected is not None:
-                try:
-                    selected.switch()
-                    if frame is not None:
-                        frame.select()
-                except gdb.error:
-                    pass
+        for t in self.inferior.threads():
+            out.append(ThreadInfo(t.ptid[1] or t.ptid[0], t.name, loader=_registers_of(t)))
         return out
 
     def selected_thread(self) -> int | None:
@@ -139,6 +119,34 @@ class GdbBackend:
 
     def generation(self) -> int:
         return _generation[0]
+
+
+def _registers_of(thread):
+    """Read a thread's frame-0 registers, keeping the user's selection."""
+
+    def load() -> Registers | None:
+        try:
+            selected = gdb.selected_thread()
+            frame = gdb.selected_frame() if selected is not None else None
+        except gdb.error:
+            selected, frame = None, None
+        try:
+            thread.switch()
+            f = gdb.newest_frame()
+            return Registers(int(f.read_register("rip")), int(f.read_register("rsp")),
+                             int(f.read_register("rbp")))
+        except gdb.error:
+            return None
+        finally:
+            if selected is not None:
+                try:
+                    selected.switch()
+                    if frame is not None:
+                        frame.select()
+                except gdb.error:
+                    pass
+
+    return load
 
 
 def _is_core() -> bool:

@@ -21,7 +21,9 @@ def _load_core():
     """Import the core package from this checkout under its own name."""
     if "v8dbg_core" in sys.modules:
         return sys.modules["v8dbg_core"]
-    here = os.path.dirname(os.path.abspath(__file__))
+    # This file's own path: gdb leaves __file__ naming an outer script when one
+    # script sources another, but the code object always knows its file.
+    here = os.path.dirname(os.path.abspath(_load_core.__code__.co_filename))
     pkg = os.path.join(os.path.dirname(os.path.dirname(here)), "v8dbg")
     spec = importlib.util.spec_from_file_location(
         "v8dbg_core", os.path.join(pkg, "__init__.py"), submodule_search_locations=[pkg])
@@ -82,12 +84,7 @@ class LldbBackend:
         out = []
         for i in range(self.process.GetNumThreads()):
             t = self.process.GetThreadAtIndex(i)
-            f = t.GetFrameAtIndex(0)
-            regs = None
-            if f.IsValid():
-                vals = [f.FindRegister(r).GetValueAsUnsigned() for r in ("rip", "rsp", "rbp")]
-                regs = Registers(*vals)
-            out.append(ThreadInfo(t.GetThreadID(), t.GetName(), regs))
+            out.append(ThreadInfo(t.GetThreadID(), t.GetName(), loader=_registers_of(t)))
         return out
 
     def selected_thread(self) -> int | None:
@@ -153,6 +150,16 @@ class LldbBackend:
 
     def generation(self) -> int:
         return self.process.GetStopID()
+
+
+def _registers_of(thread):
+    def load() -> Registers | None:
+        f = thread.GetFrameAtIndex(0)
+        if not f.IsValid():
+            return None
+        return Registers(*[f.FindRegister(r).GetValueAsUnsigned() for r in ("rip", "rsp", "rbp")])
+
+    return load
 
 
 def _find_core_file(pid: int) -> str | None:

@@ -11,16 +11,18 @@ command -v gdb >/dev/null || need+=(gdb)
 command -v lldb-16 >/dev/null || need+=(lldb-16)
 [ -d /usr/lib/llvm-16/lib/python3/dist-packages/lldb ] || need+=(python3-lldb-16)
 command -v npm >/dev/null || need+=(npm)
+# NumPy speeds up the heap census; gdb and lldb embed Debian's /usr/bin/python3.
+/usr/bin/python3 -c "import numpy" 2>/dev/null || need+=(python3-numpy)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# The test runner's Python (gdb and lldb embed /usr/bin/python3, which needs nothing extra:
-# the plugins load the core from this checkout and it uses only the standard library).
-python3 -m pip install -q --disable-pip-version-check pytest hypothesis >/dev/null 2>&1 || \
-  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest hypothesis
+# The test runner's Python. gdb and lldb embed /usr/bin/python3: the plugins load the
+# core from this checkout; it needs only the standard library (NumPy, above, is optional).
+python3 -m pip install -q --disable-pip-version-check pytest hypothesis numpy >/dev/null 2>&1 || \
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest hypothesis numpy
 
 mkdir -p .cache/node
 for v in $VERSIONS; do

@@ -383,3 +383,38 @@ def test_census_on_fake_memory(real: Real) -> None:
                   {p: bytes(reversed(b)) for p, b in real.pages.items()}):
         prog = program(FakeBackend(pages, real.regs))
         guarded(census.scan, prog)
+
+
+# -- hand-made damage: string cycles -----------------------------------------
+
+SYNTH = 0x200000000000
+
+
+@pytest.mark.parametrize("tname", ["CONS_ONE_BYTE_STRING_TYPE", "CONS_TWO_BYTE_STRING_TYPE",
+                                   "SLICED_ONE_BYTE_STRING_TYPE", "THIN_TWO_BYTE_STRING_TYPE"])
+@pytest.mark.parametrize("length", [1, 1000, 0x3FFFFFFF])
+def test_string_cycles(tname: str, length: int) -> None:
+    """A cons/sliced/thin string that leads back to itself (directly and through a
+    second string): a DecodeError, quickly, whatever the length claims."""
+    prog = program(FakeBackend({}))
+    h = Heap(prog)
+    s = Strings(h)
+    itype = prog.md.types.get(tname)
+    assert itype is not None, tname
+    buf = bytearray(PAGE)
+    mp, a, b = SYNTH + 0x101, SYNTH + 0x201, SYNTH + 0x301
+    struct.pack_into("<H", buf, mp - 1 - SYNTH + h.o_itype, itype)
+    for obj, other in ((a, b), (b, a)):
+        struct.pack_into("<Q", buf, obj - 1 - SYNTH, mp)
+        struct.pack_into("<I", buf, obj - 1 - SYNTH + s.o_len, length)
+        for off in {s.o_first, s.o_parent, s.o_actual}:
+            struct.pack_into("<Q", buf, obj - 1 - SYNTH + off, obj if obj == a else other)
+        struct.pack_into("<Q", buf, obj - 1 - SYNTH + s.o_second, other)
+        struct.pack_into("<Q", buf, obj - 1 - SYNTH + s.o_offset, 0)
+    prog = program(FakeBackend({SYNTH // PAGE: bytes(buf)}))
+    s = Strings(Heap(prog))
+    for obj in (a, b):
+        t0 = time.monotonic()
+        with pytest.raises(V8DbgError):
+            s.read(obj, 1 << 20)
+        assert time.monotonic() - t0 < 0.5

@@ -82,16 +82,23 @@ class Strings:
         want = min(total, max(limit, 0))
         parts: list[str] = []
         got = 0
-        # Work list of (string, start, count): decode `count` units from `start`.
-        work: list[tuple[int, int, int]] = [(obj, 0, want)]
+        # Work list of (string, start, count, hops): decode `count` units from
+        # `start`; hops counts sliced/thin indirections in a row (V8 never chains
+        # more than two, so more is a cycle in damaged memory).
+        work: list[tuple[int, int, int, int]] = [(obj, 0, want, 0)]
+        # A cons node shared in a DAG is met again only after each earlier visit
+        # produced text; meeting it again with no new text is a cycle.
+        visits: dict[tuple[int, int, int], int] = {}
         steps = 0
         while work and got < want:
             steps += 1
             if steps > MAX_STEPS:
                 raise DecodeError(f"string 0x{obj:x} is nested too deeply to decode")
-            s, start, count = work.pop()
+            s, start, count, hops = work.pop()
             if count <= 0:
                 continue
+            if hops > 4:
+                raise DecodeError(f"string 0x{obj:x} has a cycle of sliced/thin strings")
             itype = h.instance_type(s)
             if not h.is_string_type(itype):
                 raise DecodeError(f"0x{s:x} inside string 0x{obj:x} is not a string")
@@ -99,6 +106,8 @@ class Strings:
             one = (itype & self.enc_mask) == self.one_byte_tag
             slen = self.length(s)
             count = min(count, max(slen - start, 0))
+            if count <= 0:
+                continue
             if rep == self.seq:
                 base = s - 1 + (self.o_chars1 if one else self.o_chars2)
                 width = 1 if one else 2
@@ -106,21 +115,26 @@ class Strings:
                 parts.append(_decode_units(raw, one))
                 got += count
             elif rep == self.cons:
+                key = (s, start, count)
+                seen = visits.get(key, 0) + 1
+                if seen > got + 1:
+                    raise DecodeError(f"string 0x{obj:x} contains a cycle (at 0x{s:x})")
+                visits[key] = seen
                 first = h.word(s - 1 + self.o_first)
                 second = h.word(s - 1 + self.o_second)
                 flen = self.length(first)
                 # Push second first so first is decoded first.
                 if start + count > flen:
                     s2 = max(start - flen, 0)
-                    work.append((second, s2, start + count - max(start, flen)))
+                    work.append((second, s2, start + count - max(start, flen), 0))
                 if start < flen:
-                    work.append((first, start, min(count, flen - start)))
+                    work.append((first, start, min(count, flen - start), 0))
             elif rep == self.sliced:
                 parent = h.word(s - 1 + self.o_parent)
                 off = h.smi(h.word(s - 1 + self.o_offset))
-                work.append((parent, off + start, count))
+                work.append((parent, off + start, count, hops + 1))
             elif rep == self.thin:
-                work.append((h.word(s - 1 + self.o_actual), start, count))
+                work.append((h.word(s - 1 + self.o_actual), start, count, hops + 1))
             elif rep == self.ext:
                 width = 1 if one else 2
                 data = self._external_data(s)

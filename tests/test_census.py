@@ -124,3 +124,17 @@ def test_errors_are_one_line() -> None:
     out = run_cli(version, core_dir(version) / "core", ["findjsrefs --json 0x10"])[0]
     assert json_line(out).get("error")
     assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_scavenge_leftovers_not_counted(frontend: str, version: str) -> None:
+    """Dead objects a scavenge left in from-space are not counted; copied ones once."""
+    d = make_core(version, "census_young.js")
+    expected = read_json(d, "expected-young.json")
+    doc = json_line(run(frontend, version, d / "core", ["findjsobjects --json"])[0])
+    mine: Counter = Counter()
+    for g in doc["groups"]:
+        mine[g["constructor"]] += g["count"]
+    assert mine["Widget"] == expected["widgets"] == 1500
+    assert mine["Dropped"] == expected["dropped"] == 0

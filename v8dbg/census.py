@@ -473,13 +473,6 @@ class _Classifier:
             return (K_BYTECODE, 0, itype, False)
         return (K_UNKNOWN, 0, itype, False)
 
-    def is_map(self, v: int, cache: dict) -> bool:
-        info = cache.get(v)
-        if info is None:
-            info = self.classify(v)
-            cache[v] = info
-        return info[0] != K_BAD
-
 
 def _var_size(kind: int, words, i: int, cls: _Classifier) -> int:
     """Size in words of a variable-size object at word i (0 if unknown)."""
@@ -566,7 +559,6 @@ class Walker:
         With `starts`, append each object's (address, map) instead of counting.
         """
         cache = self.cache
-        classify = self.cls.classify
         cls = self.cls
         base = p.start
         n = len(words)
@@ -956,6 +948,40 @@ def _numpy():
         return None
 
 
+def _code_owners(w: Walker, pages: list[Page]) -> set[int]:
+    """Spaces whose pages hold machine code (InstructionStream, or Code in V8 10)."""
+    t = w.prog.md.types
+    code_types = {t[k] for k in ("INSTRUCTION_STREAM_TYPE", "CODE_TYPE") if k in t}
+    if "INSTRUCTION_STREAM_TYPE" in t:
+        code_types = {t["INSTRUCTION_STREAM_TYPE"]}
+    out: set[int] = set()
+    for p in pages:
+        if p.owner in out or not p.owner:
+            continue
+        try:
+            head = bulk(w.prog).read(p.start, min(4096, p.end - p.start))
+        except Exception:
+            continue
+        pos = 0
+        for _ in range(8):  # the first few objects tell
+            if pos + 16 > len(head):
+                break
+            m, w1 = struct.unpack_from("<QQ", head, pos)
+            info = w.info(m)
+            if info[0] == K_BAD:
+                break
+            if info[2] in code_types:
+                out.add(p.owner)
+                break
+            if info[0] == K_FREE:
+                pos += ((w1 >> 32) << (3 - w.cls.free_shift))
+            elif info[0] == K_FIXED:
+                pos += 8 * info[1]
+            else:
+                break
+    return out
+
+
 def scan(prog: Program, progress=None) -> Census:
     """The census of the whole heap; cached on the program until it runs again."""
     cached = prog.cache.get("census")
@@ -977,9 +1003,14 @@ def scan(prog: Program, progress=None) -> Census:
     done = 0
     if nw is not None:
         nw.discover_maps(live)
+    code_owners = _code_owners(w, live)
     for k, p in enumerate(live):
         words = w.read_page(p)
-        if words is not None:
+        if words is not None and p.owner in code_owners:
+            # Machine code holds map words (inline map checks) that a resync
+            # could take for objects; no JavaScript object lives here anyway.
+            total += w.walk(p, words, {})
+        elif words is not None:
             if nw is not None:
                 total += nw.walk(p, words.obj if hasattr(words, "obj") else words.tobytes(), stats)
             else:
@@ -1013,8 +1044,3 @@ def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:
     out: list[tuple[int, int, int]] = []
     w.walk(p, words, {}, out)
     return out
-
-
-if os.environ.get("V8DBG_CENSUS_DEBUG"):  # pragma: no cover - developer aid
-    import sys
-    sys.stderr.write("v8dbg: census debug on\n")

@@ -217,7 +217,8 @@ _HEAP_PAGES: dict[tuple[int, int], dict[str, int]] = {
     # FREE_SPACE_TYPE (always FEEDBACK_VECTOR_TYPE + 2) is missing from 13.6/14.6's
     # metadata, and from 13.6 a FreeSpace's size Smi counts words, not bytes.
     (13, 6): dict(_PAGE_META, type_FREE_SPACE_TYPE=268, FreeSpaceSizeInWords=1),
-    (14, 6): dict(_PAGE_META, type_FREE_SPACE_TYPE=273, FreeSpaceSizeInWords=1),
+    (14, 6): dict(_PAGE_META, type_FREE_SPACE_TYPE=273, FreeSpaceSizeInWords=1,
+                  PageListNext=256, PageListPrev=264),
 }
 for _key, _extra in _HEAP_PAGES.items():
     for _name, _value in dict(_extra, PageAlignment=1 << 18, PageFromFlag=8,

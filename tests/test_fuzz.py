@@ -256,7 +256,7 @@ def random_pages(seed: int, npages: int, pointer_share: float) -> dict[int, byte
     return {RANDOM_BASE // PAGE + i: blob[i * PAGE:(i + 1) * PAGE] for i in range(npages)}
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=600, **SETTINGS)
 @given(seed=st.integers(0, 2 ** 32 - 1), npages=st.integers(1, 8),
        share=st.sampled_from([0.0, 0.3, 0.7, 1.0]),
        picks=st.lists(st.integers(0, 8 * PAGE // 8 - 1), min_size=1, max_size=6),
@@ -273,7 +273,7 @@ def test_random_memory(seed: int, npages: int, share: float, picks: list[int], r
     exercise(prog, addrs, regs)
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=200, **SETTINGS)
 @given(words=st.lists(st.integers(0, 2 ** 64 - 1), min_size=1, max_size=40))
 def test_random_registers_on_random_words(words: list[int]) -> None:
     """Registers and addresses that are any 64-bit numbers at all."""
@@ -334,7 +334,7 @@ def test_real_pages_decode(real: Real) -> None:
     assert any(fr.function == "die" for fr in frames), [fr.function for fr in frames]
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=1500, **SETTINGS)
 @given(muts=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 15), st.integers(0, 5)),
                      min_size=1, max_size=24),
        picks=st.lists(st.integers(0, 10 ** 6), min_size=1, max_size=4),
@@ -349,7 +349,7 @@ def test_mutated_objects(real: Real, muts: list[tuple[int, int, int]], picks: li
     exercise(prog, addrs, real.regs if data.draw(st.booleans()) else None)
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=400, **SETTINGS)
 @given(stack_muts=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 2 ** 64 - 1)),
                            min_size=1, max_size=32))
 def test_mutated_stack(real: Real, stack_muts: list[tuple[int, int]]) -> None:

@@ -1,0 +1,357 @@
+"""Damaged cores and wrong input, through every command and every front end.
+
+From the jsstack core of each node line (tests/fixtures/stack.js, interpreted)
+we make damaged copies under .cache/corrupt/VERSION/ and run every command
+(COMMANDS below, with the addresses of real objects taken from the intact
+core) against each one. Every command must end within its time bound, print
+no Python traceback and no "internal error", and either succeed or print one
+`v8dbg: ...` line (`{"error": ...}` with --json).
+
+Failure cases (KINDS), each with every command:
+
+  trunc50   the core cut at 50% of its size
+  trunc10   the core cut at 10%
+  trunc4k   the core cut after its first 4 KiB (ELF and program headers only)
+  pages     10% of the core's data pages overwritten with random bytes
+  objpages  the pages holding the stack's JS functions, their arguments and
+            the objects they point at overwritten with random bytes
+  notes     the PT_NOTE segment (threads, registers, mapped files) overwritten
+  phdrs     the program header table overwritten with random bytes
+  random    1 MiB of random bytes instead of a core
+  empty     a zero-byte core
+  wrongbin  the intact core with the node binary of another line
+  nometa    the intact core with a binary that has no V8 metadata (/bin/ls;
+            CLI only: the debuggers load the core's own executable)
+
+plus wrong addresses on the intact core (unmapped, misaligned, a Smi, a
+non-JS heap word, an unknown constructor name, a frame number past the end).
+
+Matrix and counts (18 commands per case):
+
+  cli   all 5 lines x 11 kinds + the intact core   = 60 cases,  1020 command runs
+  gdb   22.23.3, 26.10.0 x 10 kinds + intact core  = 22 cases,   374 command runs
+  lldb  24.21.0 x 10 kinds + intact core           = 11 cases,   187 command runs
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from support import CACHE, LLDB, MARK, ROOT, VERSIONS, _split, make_core, node_binary, run_gdb
+
+KINDS = ["trunc50", "trunc10", "trunc4k", "pages", "objpages", "notes", "phdrs", "random",
+         "empty", "wrongbin", "nometa"]
+CMD_BOUND = 60.0          # seconds for one CLI command
+DEBUGGER_BOUND = 240.0    # seconds for one debugger run of every command
+GDB_LINES = ["22.23.3", "26.10.0"]
+LLDB_LINES = ["24.21.0"]
+SEED = 5
+PROGRESS = re.compile(r"^v8dbg: [a-z ]+: +[0-9.]+%$")
+
+
+def stack_core(version: str) -> Path:
+    return make_core(version, "stack.js", ("--allow-natives-syntax",),
+                     {"V8DBG_TIER": "interpreted"}) / "core"
+
+
+# -- addresses of real objects in the intact core --------------------------
+
+def targets(version: str) -> dict:
+    """Addresses taken from the intact core: die's function, an argument string, a frame."""
+    core = stack_core(version)
+    cache = core.parent / "corrupt-targets.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    p = subprocess.run([sys.executable, "-m", "v8dbg", "jsstack", "-v", "--json", "--core",
+                        str(core), "--binary", str(node_binary(version))],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    doc = json.loads(p.stdout)
+    js = [f for f in doc["frames"] if f["kind"] == "js"]
+    die = next(f for f in js if f["function"] == "die")
+    hello = next(a for a in die["args"] if a["type"] == "string")
+    heap = sorted({int(f["function_address"], 16) for f in js if f.get("function_address")}
+                  | {int(a["address"], 16) for f in js for a in f.get("args", [])
+                     if a.get("address")})
+    out = {"function": die["function_address"], "string": hello["address"],
+           "frame": die["index"], "last_frame": doc["frames"][-1]["index"],
+           "stack": [(f["fp"]) for f in doc["frames"]], "heap": [hex(a) for a in heap]}
+    cache.write_text(json.dumps(out))
+    return out
+
+
+def commands(t: dict) -> list[str]:
+    fn, s = t["function"], t["string"]
+    return [
+        "jsstack",
+        "jsstack -v -a --json",
+        f"jsframe -v {t['frame']}",
+        f"jsframe {t['last_frame'] + 50}",
+        f"jsprint {fn}",
+        f"jsprint --json -a {s}",
+        f"jsprint {hex(int(fn, 16) + 3)}",         # misaligned
+        "jsprint 0x11",                             # tagged, unmapped
+        "jsprint 0x10",                             # neither a tagged pointer nor a Smi
+        "jsprint 0x2a00000000",                     # a Smi, not an address
+        f"jsclosure --json {fn}",
+        f"jssource {fn}",
+        f"jsconstructor {hex(int(fn, 16) + 7)}",   # a word inside the object
+        "findjsobjects --json",
+        "findjsinstances NoSuchConstructor",
+        "jsfunctions -n die --json",
+        f"findjsrefs {s}",
+        "nodeinfo --json",
+    ]
+
+
+# -- damaged copies -----------------------------------------------------------
+
+def _data_pages(path: Path, first: int) -> list[int]:
+    """File offsets of the 4 KiB pages the (sparse) core really holds, from `first` on."""
+    pages = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        pos = first
+        while pos < size:
+            try:
+                d = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:
+                break
+            h = os.lseek(fd, d, os.SEEK_HOLE)
+            pages.extend(range(d & ~4095, h, 4096))
+            pos = h
+    finally:
+        os.close(fd)
+    return pages
+
+
+def _overwrite(path: Path, offsets: list[int], rng: random.Random, size: int = 4096) -> None:
+    with open(path, "r+b") as fh:
+        for off in offsets:
+            fh.seek(off)
+            fh.write(rng.randbytes(size))
+
+
+def _copy(src: Path, dst: Path) -> None:
+    subprocess.run(["cp", "--sparse=always", str(src), str(dst)], check=True)
+
+
+def damaged(version: str, kind: str) -> tuple[Path, Path]:
+    """(core, binary) for one failure case, made once under .cache/corrupt."""
+    orig = stack_core(version)
+    binary = node_binary(version)
+    if kind == "intact":
+        return orig, binary
+    if kind == "wrongbin":
+        other = VERSIONS[(VERSIONS.index(version) + 1) % len(VERSIONS)]
+        return orig, node_binary(other)
+    if kind == "nometa":
+        return orig, Path("/bin/ls")
+    d = CACHE / "corrupt" / version / f"{kind}-{SEED}-{orig.parent.name}"
+    core = d / "core"
+    if (d / "done").exists():
+        return core, binary
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    rng = random.Random(f"{SEED}-{version}-{kind}")
+    size = orig.stat().st_size
+    sys.path.insert(0, str(ROOT))
+    from v8dbg.corefile import CoreBackend
+    from v8dbg.elf import ElfFile
+    if kind == "random":
+        core.write_bytes(rng.randbytes(1 << 20))
+    elif kind == "empty":
+        core.write_bytes(b"")
+    else:
+        _copy(orig, core)
+        elf = ElfFile(str(orig))
+        loads = [s for s in elf.segments if s.type == 1 and s.filesz]
+        if kind.startswith("trunc"):
+            cut = {"trunc50": size // 2, "trunc10": size // 10, "trunc4k": 4096}[kind]
+            os.truncate(core, cut)
+        elif kind == "pages":
+            pages = _data_pages(orig, min(s.offset for s in loads))
+            _overwrite(core, rng.sample(pages, len(pages) // 10), rng)
+        elif kind == "objpages":
+            t = targets(version)
+            cb = CoreBackend(str(orig), str(binary))
+            addrs = [int(a, 16) for a in t["heap"]]
+            # ... and what those objects point at (their maps, SFIs, contexts, strings).
+            for a in list(addrs):
+                for i in range(8):
+                    try:
+                        w = int.from_bytes(cb.read(a - 1 + 8 * i, 8), "little")
+                    except Exception:
+                        continue
+                    if w & 3 == 1:
+                        addrs.append(w)
+            offs = set()
+            for a in addrs:
+                for vaddr, _memsz, off, filesz in cb._segs:
+                    if vaddr <= a < vaddr + filesz:
+                        offs.add(off + ((a - vaddr) & ~4095))
+            _overwrite(core, sorted(offs), rng)
+        elif kind == "notes":
+            for s in elf.segments:
+                if s.type == 4:
+                    _overwrite(core, [s.offset], rng, s.filesz)
+        elif kind == "phdrs":
+            with open(orig, "rb") as fh:
+                head = fh.read(64)
+            phoff = int.from_bytes(head[32:40], "little")
+            phnum = int.from_bytes(head[56:58], "little")
+            _overwrite(core, [phoff], rng, 56 * phnum)
+        else:
+            raise ValueError(kind)
+    (d / "done").write_text("ok")
+    return core, binary
+
+
+# -- checks ---------------------------------------------------------------
+
+def check_output(cmd: str, out: str, where: str, rc: int | None = None) -> str:
+    """One command's output is clean; returns 'ok' or 'error'."""
+    ctx = f"{where}: `{cmd}` printed:\n{out[-3000:]}"
+    assert "Traceback" not in out, ctx
+    assert "Python Exception" not in out and "Error occurred in Python" not in out, ctx
+    assert "internal error" not in out, ctx
+    # As a terminal shows it: a progress line erased with \r leaves nothing.
+    lines = [l.rsplit("\r", 1)[-1] for l in out.split("\n")]
+    lines = [l[len("error: "):] if l.startswith("error: ") else l for l in lines]
+    errors = [l for l in lines if l.startswith("v8dbg: ") and not l.startswith("v8dbg: warning:")
+              and not PROGRESS.match(l)]
+    if "--json" in cmd.split():
+        docs = [l for l in lines if l.startswith("{")]
+        assert len(docs) == 1, ctx
+        doc = json.loads(docs[0])
+        assert isinstance(doc, dict), ctx
+        assert not errors, ctx
+        if "error" in doc:
+            assert isinstance(doc["error"], str) and doc["error"] and "\n" not in doc["error"], ctx
+            assert rc in (None, 1), ctx
+            return "error"
+        assert rc in (None, 0), ctx
+        return "ok"
+    assert len(errors) <= 1, ctx
+    if errors:
+        assert rc in (None, 1), ctx
+        assert len(errors[0]) > len("v8dbg: ") + 5, ctx
+        return "error"
+    assert rc in (None, 0), ctx
+    assert out.strip(), ctx  # success prints something
+    return "ok"
+
+
+def run_one_cli(core: Path, binary: Path, cmd: str) -> tuple[int, str, float]:
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "v8dbg", *cmd.split(), "--core", str(core),
+                        "--binary", str(binary)], cwd=ROOT, capture_output=True,
+                       timeout=CMD_BOUND + 30)
+    out = (p.stdout + p.stderr).decode("utf-8", "replace").rstrip("\n")
+    return p.returncode, out, time.monotonic() - t0
+
+
+# Every kind on two lines; on the others the kinds whose effect depends on the line.
+FULL_LINES = ["22.23.3", "24.21.0"]
+LINE_KINDS = ["intact", "trunc50", "pages", "objpages", "wrongbin"]
+CASES = [(v, k) for v in VERSIONS for k in (["intact"] + KINDS if v in FULL_LINES else LINE_KINDS)]
+
+
+@pytest.mark.parametrize("version,kind", CASES)
+def test_cli(version: str, kind: str) -> None:
+    core, binary = damaged(version, kind)
+    cmds = commands(targets(version))
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda c: run_one_cli(core, binary, c), cmds))
+    outcome = {}
+    for cmd, (rc, out, secs) in zip(cmds, results):
+        assert secs < CMD_BOUND, f"cli {version} {kind}: `{cmd}` took {secs:.1f} s"
+        outcome[cmd] = check_output(cmd, out, f"cli {version} {kind}", rc)
+    if kind == "intact":
+        # The good core decodes; only the wrong-input commands fail.
+        assert outcome["jsstack"] == outcome["jsstack -v -a --json"] == "ok"
+        assert outcome[f"jsprint {targets(version)['function']}"] == "ok"
+        assert outcome["jsprint 0x11"] == "error"
+    if kind in ("random", "empty", "wrongbin", "nometa", "trunc4k", "phdrs"):
+        # Nothing to decode: every command that needs the target says why.
+        # (A Smi needs no memory: jsprint prints its value from any target.)
+        bad = {c: r for c, r in outcome.items() if r != "error" and c != "jsprint 0x2a00000000"}
+        assert not bad, bad
+
+
+def run_lldb_each(version: str, commands: list[str], core: Path | None = None,
+                  pid: int | None = None, timeout: float = DEBUGGER_BOUND) -> list[str]:
+    """Like support.run_lldb, but a failing command does not end the batch.
+
+    lldb -b stops at the first command that reports an error; running each
+    command through HandleCommand keeps going, as an interactive session does.
+    """
+    def each(c: str) -> str:
+        return ("script r = lldb.SBCommandReturnObject(); "
+                f"_ = lldb.debugger.GetCommandInterpreter().HandleCommand({c!r}, r); "
+                "print((r.GetOutput() or '') + (r.GetError() or ''))")
+
+    binary = node_binary(version)
+    args = [LLDB, "--no-lldbinit", "-b"]
+    if core is not None:
+        # lldb refuses some damaged cores; the session goes on with the binary alone.
+        args += [str(binary), "-o", each(f"target create --core {core} {binary}")]
+    else:
+        args += ["-p", str(pid)]
+    args += ["-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py"]
+    half = len(MARK) // 2
+    for c in commands:
+        args += ["-o", f"script print('{MARK[:half]}' + '{MARK[half:]}')", "-o", each(c)]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return _split(p.stdout + "\n" + p.stderr, len(commands))
+
+
+def _debugger_case(frontend: str, version: str, kind: str) -> None:
+    core, binary = damaged(version, kind)
+    # The debugger loads the binary that run_* picks by version: for wrongbin, another line's.
+    bin_version = version
+    if kind == "wrongbin":
+        bin_version = VERSIONS[(VERSIONS.index(version) + 1) % len(VERSIONS)]
+    cmds = commands(targets(version))
+    runner = run_gdb if frontend == "gdb" else run_lldb_each
+    t0 = time.monotonic()
+    outs = runner(bin_version, cmds, core=core, timeout=DEBUGGER_BOUND)
+    secs = time.monotonic() - t0
+    assert secs < DEBUGGER_BOUND
+    results = {c: check_output(c, o, f"{frontend} {version} {kind}") for c, o in zip(cmds, outs)}
+    if kind == "intact":
+        assert results["jsstack"] == "ok" and results["jsprint 0x11"] == "error", results
+    if kind == "wrongbin":
+        assert set(results.values()) == {"error"}, results
+
+
+DEBUGGER_KINDS = ["intact"] + [k for k in KINDS if k != "nometa"]
+
+
+@pytest.mark.parametrize("version,kind", [(v, k) for v in GDB_LINES for k in DEBUGGER_KINDS])
+def test_gdb(version: str, kind: str) -> None:
+    _debugger_case("gdb", version, kind)
+
+
+@pytest.mark.parametrize("version,kind", [(v, k) for v in LLDB_LINES for k in DEBUGGER_KINDS])
+def test_lldb(version: str, kind: str) -> None:
+    _debugger_case("lldb", version, kind)
+
+
+def test_truncated_core_says_so() -> None:
+    """A truncated core is named as such, so a short stack is not taken for the whole story."""
+    core, binary = damaged("24.21.0", "trunc50")
+    rc, out, _ = run_one_cli(core, binary, "jsstack")
+    assert re.search(r"^v8dbg: warning: .*truncated", out, re.M), out

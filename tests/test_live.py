@@ -1,0 +1,83 @@
+"""Attach to a live node, run every command, detach: the process runs on unchanged.
+
+tests/fixtures/server.js is an HTTP server on 127.0.0.1 that also spins in
+JavaScript on a timer. For each debugger and node line below we attach twice
+(the second time with addresses the first found), run each command, and after
+each detach check that the process is alive, its CPU time keeps growing and it
+still answers an HTTP request on 127.0.0.1 with the same state as before.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+import pytest
+
+from support import LiveNode, json_line, run_gdb
+from test_corrupt import check_output, run_lldb_each
+
+CASES = [("gdb", "20.20.2"), ("gdb", "24.21.0"), ("lldb", "22.23.3"), ("lldb", "26.10.0")]
+BOUND = 240.0
+
+
+def fetch(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
+        assert r.status == 200
+        return json.loads(r.read())
+
+
+def still_running(node: LiveNode, port: int, before: dict) -> None:
+    assert node.alive(), "the process died after the debugger detached"
+    t1 = node.cpu_time()
+    time.sleep(0.6)
+    t2 = node.cpu_time()
+    assert t2 > t1, f"CPU time stopped growing ({t1} -> {t2}): the process is not running"
+    assert fetch(port) == before
+
+
+@pytest.mark.parametrize("debugger,version", CASES)
+def test_attach_run_detach(debugger: str, version: str) -> None:
+    runner = run_gdb if debugger == "gdb" else run_lldb_each
+    with LiveNode(version, "server.js") as node:
+        port = int((node.dir / "port").read_text())
+        before = fetch(port)
+        assert before["pid"] == node.pid
+        first = ["nodeinfo --json", "jsstack -v --json", "jsstack -a", "jsframe 0",
+                 "findjsobjects -c Keeper --json", "findjsinstances --json Keeper",
+                 "jsfunctions -n spin --json"]
+        t0 = time.monotonic()
+        outs = runner(version, first, pid=node.pid, timeout=BOUND)
+        assert time.monotonic() - t0 < BOUND
+        res = {c: check_output(c, o, f"{debugger} {version} live") for c, o in zip(first, outs)}
+        info = json_line(outs[0])
+        assert info["pid"] == node.pid and info["node_version"] == f"v{version}", info
+        assert res["jsstack -v --json"] == "ok"
+        assert json_line(outs[1])["frames"], outs[1]
+        inst = json_line(outs[5])
+        assert inst["count"] == 1, inst
+        funcs = json_line(outs[6])
+        assert any(f["name"] == "spin" for f in funcs["functions"]), funcs
+        still_running(node, port, before)
+
+        keeper = inst["instances"][0]
+        second = [f"jsprint --json {keeper}", f"jsconstructor {keeper}", f"findjsrefs {keeper}",
+                  "jsprint 0x11", "jsstack"]
+        outs2 = runner(version, second, pid=node.pid, timeout=BOUND)
+        res2 = {c: check_output(c, o, f"{debugger} {version} live") for c, o in
+                zip(second, outs2)}
+        assert res2["jsprint 0x11"] == "error"
+        doc = json_line(outs2[0])
+        if "error" not in doc:  # the object may have moved since the first attach
+            assert doc.get("constructor") == "Keeper", doc
+            props = {p["key"]: p["value"] for p in doc["properties"]}
+            assert props["name"]["value"] == "server-state", props
+            handler = props["handler"]["address"]
+            third = [f"jsclosure --json {handler}", f"jssource {handler}"]
+            outs3 = runner(version, third, pid=node.pid, timeout=BOUND)
+            got = {c: check_output(c, o, f"{debugger} {version} live") for c, o in
+                   zip(third, outs3)}
+            if got[third[1]] == "ok":
+                assert "function handler(req, res)" in outs3[1], outs3[1]
+        still_running(node, port, before)

@@ -119,7 +119,7 @@ def _check_object(name: str, t: dict, v: dict, where: str) -> None:
     if "size" in t:
         assert v["type"] == ctor.lower() and v["size"] == t["size"], where
         n = len(v["entries"] if v["type"] == "map" else v["values"])
-        assert n == t["size"], where
+        assert n == min(t["size"], 100) and bool(v.get("truncated")) == (t["size"] > 100), where
         return
     if "time" in t:
         assert v["type"] == "date" and v["value"] == t["time"], where
@@ -192,8 +192,10 @@ def _check_outputs(version: str, truth: dict, outs: list[str]) -> list[str]:
             v = json_line(js_out)
             assert "error" not in v, v
             check_value(name, t, v)
-            if name not in TEXT_EXCEPTIONS and "\n" not in t.get("inspect", "\n") \
-                    and t["typeof"] not in ("string",):
+            # node 18 does not cut Maps at maxArrayLength; v8dbg always cuts at -N.
+            quirk = name == "bigmap" and version.startswith("18.")
+            if name not in TEXT_EXCEPTIONS and "inspect" in t and t["typeof"] != "string" \
+                    and not quirk:
                 text_out = "\n".join(l for l in text_out.splitlines()
                                      if not re.match(r"^(\[Inferior \d|Process \d+ detached)", l))
                 got, want = _norm(text_out.strip()), _norm(t["inspect"])

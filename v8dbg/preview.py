@@ -6,6 +6,8 @@ nested objects shown by constructor only), short strings, few properties.
 
 from __future__ import annotations
 
+import re
+
 from . import inspect
 from .errors import V8DbgError
 from .functions import Functions
@@ -32,6 +34,5 @@ def summarize(h: Heap, s: Strings, f: Functions, v: int, strlen: int = PREVIEW_S
 def text(value: dict) -> str:
     """The one-line text form of a summary."""
     out = inspect.render(value)
-    if value.get("type") == "error":
-        return out.split("\n", 1)[0]
+    out = re.sub(r"\n\s*at [^\n]*", "", out)  # error stacks: keep the message line
     return " ".join(part.strip() for part in out.split("\n"))

@@ -643,7 +643,7 @@ class Values:
     def _array(self, v: int, level: int, walk: _Walk) -> Value:
         length = self._array_length(v)
         out: Value = {"type": "array", "length": length}
-        if level > walk.opts.depth:
+        if level > walk.opts.depth and (length or self._has_enumerable(v)):
             out["truncated"] = True
             return out
         m = self.h.map_of(v)
@@ -739,12 +739,24 @@ class Values:
         tag = self._proto_tag(v)
         if tag is not None and self.is_string(tag):
             out["tag"] = self.s.text(tag, 100)
-        if level > walk.opts.depth:
+        if level > walk.opts.depth and (self._has_enumerable(v) or self._has_elements(v)):
             out["truncated"] = True
             return out
         out["properties"] = self._properties(v, level, walk)
         out["elements"] = self._elements_list(v, level, walk)
         return out
+
+    def _has_enumerable(self, v: int) -> bool:
+        """Whether an object past the depth limit has anything to hide (util prints {} else)."""
+        return any(p.enumerable and self.key_text(p.key, 8) is not None
+                   for p in self.own_properties(v, 64))
+
+    def _has_elements(self, v: int) -> bool:
+        kind = self.elements_kind(self.h.map_of(v))
+        if kind in self._kinds:
+            return False
+        return any(not (w is None or (kind not in (4, 5) and self.is_the_hole(w)))
+                   for _, w in self._element_words(v, kind, 16))
 
     def _proto_tag(self, v: int) -> int | None:
         """Symbol.toStringTag from the first prototype (how util shows Generator objects)."""
@@ -831,7 +843,7 @@ class Values:
         ctor = self.constructor_name(v)
         if ctor not in ("Map", "Set"):
             out["constructor"] = ctor
-        if level > walk.opts.depth:
+        if level > walk.opts.depth and size:
             out["truncated"] = True
             return out
         if is_map:

@@ -355,3 +355,19 @@ def test_truncated_core_says_so() -> None:
     core, binary = damaged("24.21.0", "trunc50")
     rc, out, _ = run_one_cli(core, binary, "jsstack")
     assert re.search(r"^v8dbg: warning: .*truncated", out, re.M), out
+
+
+def test_cli_reader_goes_away() -> None:
+    """`v8dbg jsfunctions ... | head -1`: no traceback when the pipe closes early."""
+    core, binary = damaged("24.21.0", "intact")
+    # Far more than a pipe holds (64 KiB), so the write meets the closed pipe.
+    p = subprocess.Popen([sys.executable, "-m", "v8dbg", "jsfunctions", "--core", str(core),
+                          "--binary", str(binary)], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stderr is not None
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.wait(timeout=CMD_BOUND)
+    assert first.strip(), first
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

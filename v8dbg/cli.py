@@ -72,5 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out = sys.stdout if ok else (sys.stdout if text.startswith("{") else sys.stderr)
     if text:
-        print(text, file=out)
+        try:
+            print(text, file=out)
+            out.flush()
+        except BrokenPipeError:
+            # The reader went away (`v8dbg jsstack ... | head`): not an error of ours.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+            return 0 if ok else 1
     return 0 if ok else 1

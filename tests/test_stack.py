@@ -159,8 +159,10 @@ def test_jsstack_args_and_internal_frames(frontend, version, cores):
 
 def test_same_output_in_every_frontend(cores):
     v = "24.21.0"
-    texts = [json_line(results(fe, v, cores)["interpreted"]["jsstack --json"])["frames"]
-             for fe in FRONTENDS]
+    docs = [json_line(results(fe, v, cores)["interpreted"]["jsstack --json"]) for fe in FRONTENDS]
+    assert docs[0]["thread"] == docs[1]["thread"] == docs[2]["thread"]
+    assert docs[0]["thread"]["name"]
+    texts = [d["frames"] for d in docs]
     strip = [[{k: f[k] for k in f if k != "symbol"} for f in t] for t in texts]
     assert strip[0] == strip[1] == strip[2]
 

@@ -230,6 +230,19 @@ class CoreBackend:
         return b"".join(parts)
 
 
+_core_names: dict[str, str | None] = {}
+
+
+def core_process_name(core_path: str) -> str | None:
+    """The process name a core records (PRPSINFO): the main thread's name."""
+    if core_path not in _core_names:
+        try:
+            _core_names[core_path] = CoreBackend(core_path).process_name
+        except V8DbgError:
+            _core_names[core_path] = None
+    return _core_names[core_path]
+
+
 def core_mappings(core_path: str) -> list[Mapping]:
     """The file mappings a core records (for debugger backends reading cores)."""
     try:

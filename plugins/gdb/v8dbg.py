@@ -32,6 +32,7 @@ def _load_core():
 
 core = _load_core()
 from v8dbg_core.commands import Session, load_all  # noqa: E402
+from v8dbg_core.corefile import core_process_name  # noqa: E402
 from v8dbg_core.errors import TargetMemoryError, V8DbgError  # noqa: E402
 from v8dbg_core.target import Registers, ThreadInfo, parse_gdb_mappings, proc_maps  # noqa: E402
 
@@ -75,8 +76,13 @@ class GdbBackend:
 
     def threads(self) -> list[ThreadInfo]:
         out = []
+        core = _core_name()
         for t in self.inferior.threads():
-            out.append(ThreadInfo(t.ptid[1] or t.ptid[0], t.name, loader=_registers_of(t)))
+            tid = t.ptid[1] or t.ptid[0]
+            name = t.name
+            if name is None and core and tid == self.inferior.pid:
+                name = core_process_name(core)  # as the standalone reader names it
+            out.append(ThreadInfo(tid, name, loader=_registers_of(t)))
         return out
 
     def selected_thread(self) -> int | None:
@@ -158,10 +164,15 @@ def _core_name() -> str | None:
         text = gdb.execute("info target", to_string=True)
     except gdb.error:
         return None
-    for line in text.splitlines():
-        if "core dump file" in line:
-            return line.split("`", 1)[-1].split("'", 1)[0]
-    return None
+    # "Local core dump file:" then, on the next line, "`/path/core', file type ...".
+    at = text.find("core dump file")
+    if at < 0:
+        return None
+    start = text.find("`", at)
+    end = text.find("'", start + 1)
+    if start < 0 or end < 0:
+        return None
+    return text[start + 1:end]
 
 
 def _core_path() -> str | None:

@@ -35,7 +35,7 @@ def _load_core():
 
 core = _load_core()
 from v8dbg_core.commands import Session, load_all  # noqa: E402
-from v8dbg_core.corefile import core_mappings  # noqa: E402
+from v8dbg_core.corefile import core_mappings, core_process_name  # noqa: E402
 from v8dbg_core.errors import TargetMemoryError, V8DbgError  # noqa: E402
 from v8dbg_core.target import Registers, ThreadInfo, proc_maps  # noqa: E402
 
@@ -82,9 +82,14 @@ class LldbBackend:
 
     def threads(self) -> list[ThreadInfo]:
         out = []
+        pid = self.process.GetProcessID()
+        core = None if self.live else _find_core_file(pid)
         for i in range(self.process.GetNumThreads()):
             t = self.process.GetThreadAtIndex(i)
-            out.append(ThreadInfo(t.GetThreadID(), t.GetName(), loader=_registers_of(t)))
+            name = t.GetName()
+            if name is None and core and t.GetThreadID() == pid:
+                name = core_process_name(core)  # as the standalone reader names it
+            out.append(ThreadInfo(t.GetThreadID(), name, loader=_registers_of(t)))
         return out
 
     def selected_thread(self) -> int | None:

@@ -26,11 +26,21 @@ Failure cases (KINDS), each with every command:
 plus wrong addresses on the intact core (unmapped, misaligned, a Smi, a
 non-JS heap word, an unknown constructor name, a frame number past the end).
 
-Matrix and counts (18 commands per case):
+Matrix and counts (18 commands per case; "kinds" includes the intact core):
 
-  cli   all 5 lines x 11 kinds + the intact core   = 60 cases,  1020 command runs
-  gdb   22.23.3, 26.10.0 x 10 kinds + intact core  = 22 cases,   374 command runs
-  lldb  24.21.0 x 10 kinds + intact core           = 11 cases,   187 command runs
+  cli   22.23.3, 24.21.0 x 12 kinds                        = 24 cases
+        18.20.8, 20.20.2, 26.10.0 x 5 kinds (intact,
+        trunc50, pages, objpages, wrongbin)                = 15 cases
+                                                     total   39 cases,  702 command runs
+  gdb   22.23.3, 26.10.0 x 11 kinds (all but nometa)       = 22 cases,  396 command runs
+  lldb  24.21.0 x 11 kinds                                 = 11 cases,  198 command runs
+
+and, in the CLI, a truncated core must say so in a warning, and a reader that
+closes the pipe early (`| head -1`) must not cause a traceback.
+
+lldb refuses some damaged cores outright (random, empty, notes: "doesn't
+contain any 'host' platform architectures"); the session then goes on with the
+binary alone and every v8dbg command says `v8dbg: no process: ...`.
 """
 
 from __future__ import annotations

@@ -142,15 +142,18 @@ def main() -> None:
     for fe in ("gdb", "lldb"):
         if fe not in fes:
             continue
+        _w, _r, first = cli(args.version, core, "findjsinstances -n 1 --json Item")
+        found = next((json.loads(l) for l in first.splitlines() if l.startswith("{")), {})
+        item = (found.get("instances") or ["0x1"])[0]
         cmds = ["findjsobjects -c Item", "findjsinstances -n 1 Item", "jsfunctions -n Item",
-                "findjsobjects -c Item"]
+                "findjsobjects -c Item", f"findjsrefs {item}"]
         times, rss, out = debugger(fe, args.version, core, cmds)
         if len(times) != len(cmds):
             print(f"{fe}: could not time the commands:\n{out[-2000:]}")
             continue
         _t0, rss0, _o = debugger(fe, args.version, core, ["jsstack -n 1"])
         names = ("findjsobjects (first scan)", "findjsinstances", "jsfunctions",
-                 "findjsobjects again")
+                 "findjsobjects again", "findjsrefs of one Item")
         print(f"{fe:4} " + "; ".join(f"{n} {w:.2f} s wall / {c:.2f} s CPU"
                                      for n, (w, c) in zip(names, times)))
         print(f"     debugger peak RSS {rss:.0f} MB (the same debugger with only `jsstack -n 1`: "

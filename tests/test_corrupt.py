@@ -35,8 +35,8 @@ Matrix and counts (18 commands per case; "kinds" includes the intact core):
   gdb   22.23.3, 26.10.0 x 11 kinds (all but nometa)       = 22 cases,  396 command runs
   lldb  24.21.0 x 11 kinds                                 = 11 cases,  198 command runs
 
-and, in the CLI, a truncated core must say so in a warning, and a reader that
-closes the pipe early (`| head -1`) must not cause a traceback.
+and a truncated core must say so in a warning (in all three front ends), and
+in the CLI a reader that closes the pipe early (`| head -1`) must not cause a traceback.
 
 lldb refuses some damaged cores outright (random, empty, notes: "doesn't
 contain any 'host' platform architectures"); the session then goes on with the
@@ -360,11 +360,19 @@ def test_lldb(version: str, kind: str) -> None:
     _debugger_case("lldb", version, kind)
 
 
-def test_truncated_core_says_so() -> None:
+@pytest.mark.parametrize("frontend", ["cli", "gdb", "lldb"])
+def test_truncated_core_says_so(frontend: str) -> None:
     """A truncated core is named as such, so a short stack is not taken for the whole story."""
     core, binary = damaged("24.21.0", "trunc50")
-    rc, out, _ = run_one_cli(core, binary, "jsstack")
-    assert re.search(r"^v8dbg: warning: .*truncated", out, re.M), out
+    if frontend == "cli":
+        out = run_one_cli(core, binary, "jsstack")[1]
+    else:
+        runner = run_gdb if frontend == "gdb" else run_lldb_each
+        out = "\n".join(runner("24.21.0", ["jsstack", "nodeinfo"], core=core))
+    assert re.search(r"^(error: )?v8dbg: warning: .*truncated", out, re.M), out
+    intact, _ = damaged("24.21.0", "intact")
+    out = run_one_cli(intact, binary, "jsstack")[1]
+    assert "truncated" not in out, out
 
 
 def test_cli_reader_goes_away() -> None:

@@ -112,12 +112,9 @@ class Session:
             from .metadata import warn_once
             if prog.md.unsupported:
                 warn_once(prog.md.unsupported)
-            if getattr(backend, "truncated", False):
-                path = getattr(backend, "path", "the core")
-                have = getattr(getattr(backend, "elf", None), "size", 0)
-                want = getattr(backend, "expected_size", 0)
-                warn_once(f"{path} is truncated ({have} of {want} bytes): memory past its end "
-                          "is missing, so some frames and objects cannot be decoded")
+            cut = _truncation(backend)
+            if cut:
+                warn_once(cut)
             self._prog = prog
             self._key = key
         else:
@@ -158,6 +155,26 @@ class Session:
         if want_json:
             return json.dumps(res.data, separators=(", ", ": "), ensure_ascii=False), True
         return res.text, True
+
+
+def _truncation(backend: Backend) -> str | None:
+    """A warning if the target is a core file cut short (a full disk, a core size limit)."""
+    core = backend if getattr(backend, "kind", "") == "core" else None
+    if core is None and not getattr(backend, "live", True) and hasattr(backend, "core_file"):
+        # gdb and lldb read the core themselves; look at the file they opened.
+        try:
+            path = backend.core_file()  # type: ignore[attr-defined]
+            if path:
+                from .corefile import CoreBackend
+                core = CoreBackend(path)
+        except Exception:
+            core = None
+    if core is None or not getattr(core, "truncated", False):
+        return None
+    have = getattr(getattr(core, "elf", None), "size", 0)
+    want = getattr(core, "expected_size", 0)
+    return (f"{getattr(core, 'path', 'the core')} is truncated ({have} of {want} bytes): memory "
+            "past its end is missing, so some frames and objects cannot be decoded")
 
 
 def _error(msg: str, want_json: bool) -> str:

@@ -154,6 +154,9 @@ def _check_object(name: str, t: dict, v: dict, where: str) -> None:
                 assert v["kind"] == ctor, where
         assert v["byte_offset"] == t["byteOffset"], where
         assert t["bytes"].startswith(v["bytes"][:64]) or v["bytes"].startswith(t["bytes"]), where
+        size = {"Float64Array": 8, "BigInt64Array": 8, "BigUint64Array": 8, "Int32Array": 4,
+                "Uint32Array": 4, "Float32Array": 4, "Int16Array": 2, "Uint16Array": 2}.get(ctor, 1)
+        assert len(v["bytes"]) // 2 == min(t["byteLength"], 100 * size), where
         return
     if t["isArray"]:
         assert v["type"] == "array" and v["length"] == t["length"], where
@@ -493,3 +496,25 @@ def test_cyclic_prototype_and_huge_array(version: str) -> None:
     assert v["type"] in ("array", "other")
     if v["type"] == "array":
         assert v["length"] == 1 << 30 and v.get("truncated")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_module_closures(version: str) -> None:
+    """jsclosure in an ES module: module, block and function scopes, innermost first."""
+    d = make_core(version, "closures.mjs")
+    want = read_json(d, "expected-closures.json")
+    sess = _sess(version, d / "core")
+    st = json.loads(sess.run("jsstack", ["-v", "--json"])[0])
+    die = [f for f in st["frames"] if f.get("function") == "die"][0]
+    for name, arg in zip(("inc", "named"), die["args"]):
+        doc = json.loads(sess.run("jsclosure", ["--json", arg["address"]])[0])
+        assert doc["function"] == name
+        got = [(v["name"], v["value"]) for v in doc["variables"]]
+        names = [n for n, _ in got]
+        for var, value in want[name]:
+            assert var in names, (name, var, names)
+            v = dict(got)[var]
+            if value is not None:
+                assert v.get("value") == value, (name, var, v)
+        order = [names.index(var) for var, _ in want[name]]
+        assert order == sorted(order), (name, names)

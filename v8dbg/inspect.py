@@ -317,7 +317,8 @@ def _container(ctx: _Ctx, v: dict, level: int, a: str) -> str:
 
 
 def _has_members(v: dict) -> bool:
-    return any(k in v for k in ("elements", "properties", "entries", "values", "result", "target"))
+    return any(k in v for k in ("elements", "properties", "entries", "values", "result", "target",
+                                "bytes"))
 
 
 def _array_entries(v: dict, sub) -> tuple[list[str], list[bool]]:

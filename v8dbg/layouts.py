@@ -148,12 +148,16 @@ _HASH_TABLES_13 = dict(EPHEMERON_HASH_TABLE_TYPE=207, GLOBAL_DICTIONARY_TYPE=208
                        ORDERED_HASH_MAP_TYPE=212, ORDERED_HASH_SET_TYPE=213)
 _VALUES: dict[tuple[int, int], dict[str, Any]] = {
     (10, 2): {"consts": {
+        "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
+        "ScopeInfoModuleCountFirst": 0,  # the module variable count is near the end
         **_typed_kinds(_TYPED_KINDS_OLD, 17),
         **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2096, NATIVE_CONTEXT_TYPE=214,
                  JS_CLASS_CONSTRUCTOR_TYPE=2080, **_HASH_TABLES_OLD),
         "FirstJSFunctionType": 2065, "LastJSFunctionType": 2080,
     }, "fields": {("JSArrayBuffer", "bit_field"): 56}},
     (11, 3): {"consts": {
+        "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
+        "ScopeInfoModuleCountFirst": 0,  # the module variable count is near the end
         **_typed_kinds(_TYPED_KINDS_OLD, 18),
         **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2105, NATIVE_CONTEXT_TYPE=212,
                  JS_CLASS_CONSTRUCTOR_TYPE=2081, EPHEMERON_HASH_TABLE_TYPE=177,
@@ -162,6 +166,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         "FirstJSFunctionType": 2066, "LastJSFunctionType": 2081,
     }, "fields": {("JSArrayBuffer", "bit_field"): 64}},
     (12, 4): {"consts": {
+        "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
         **_typed_kinds(_TYPED_KINDS_OLD, 18),
         **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2107, NATIVE_CONTEXT_TYPE=197,
                  JS_CLASS_CONSTRUCTOR_TYPE=2082, EPHEMERON_HASH_TABLE_TYPE=176,
@@ -169,6 +174,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
                  ORDERED_HASH_MAP_TYPE=181, ORDERED_HASH_SET_TYPE=182),
     }, "fields": {("JSArrayBuffer", "bit_field"): 64, ("CallSiteInfo", "function"): 24}},
     (13, 6): {"consts": {
+        "ScopeTypeModule": 5,  # ScopeInfo flags bits 0..3
         **_typed_kinds(_TYPED_KINDS_NEW, 18),
         **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2109, NATIVE_CONTEXT_TYPE=227,
                  JS_CLASS_CONSTRUCTOR_TYPE=2081, **_HASH_TABLES_13),
@@ -181,6 +187,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         ("JSDataView", "data_pointer"): 64,
     }},
     (14, 6): {"consts": {
+        "ScopeTypeModule": 5,  # ScopeInfo flags bits 0..3
         **_typed_kinds(_TYPED_KINDS_NEW, 18),
         **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2111, NATIVE_CONTEXT_TYPE=228,
                  JS_CLASS_CONSTRUCTOR_TYPE=2082, HOLE_TYPE=274, **_HASH_TABLES_13),

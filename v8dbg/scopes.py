@@ -37,6 +37,9 @@ class ScopeInfo:
         raw = heap.mem.u64(addr - 1 + md.const("ScopeInfoFlagsOffset"))
         self.flags = heap.smi(raw) if heap.is_smi(raw) and md.const("ScopeInfoPositionsFirst") == 0 \
             else raw & 0xFFFFFFFF
+        # A module scope's variable part starts with its module variable count.
+        self.base = 1 if (self.flags & 0xF) == md.const("ScopeTypeModule", -1) and \
+            md.const("ScopeInfoModuleCountFirst", 1) else 0
         self.params = self._smi_at(md.const("ScopeInfoParamsOffset"))
         self.nlocals = self._smi_at(md.const("ScopeInfoLocalsOffset"))
         if not 0 <= self.nlocals <= MAX_LOCALS:
@@ -49,7 +52,8 @@ class ScopeInfo:
         return self.h.smi(v)
 
     def _slot(self, index: int) -> int:
-        return self.h.mem.u64(self.addr - 1 + self.md.const("ScopeInfoVarsOffset") + 8 * index)
+        return self.h.mem.u64(self.addr - 1 + self.md.const("ScopeInfoVarsOffset")
+                              + 8 * (index + self.base))
 
     # Indexes into the variable part, in V8's order.
     def _names_inline(self) -> bool:

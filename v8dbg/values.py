@@ -883,8 +883,9 @@ class Values:
             out["result"] = self._child(r, level + 1, walk)
         return out
 
-    def _bytes(self, addr: int, n: int, walk: _Walk) -> tuple[str, bool]:
-        want = min(n, walk.opts.strlen)
+    def _bytes(self, addr: int, n: int, walk: _Walk, unit: int = 1) -> tuple[str, bool]:
+        """Hex of the first STRLEN units (bytes, or elements of `unit` bytes)."""
+        want = min(n, walk.opts.strlen * unit)
         if want <= 0 or addr == 0:
             return "", n > 0
         return self.mem.read(addr, want).hex(), want < n
@@ -931,7 +932,7 @@ class Values:
         base = mem.u64(v - 1 + self.off("JSTypedArray", "base_pointer"))
         ext = mem.u64(v - 1 + self.off("JSTypedArray", "external_pointer"))
         data = (base + ext) & ((1 << 64) - 1) if self.h.is_heap(base) else ext
-        hexed, cut = self._bytes(data, length * size, walk)
+        hexed, cut = self._bytes(data, length * size, walk, size)
         out = {"type": "typedarray", "kind": f"{kind}Array", "constructor": ctor,
                "length": length, "byte_offset": off, "byte_length": blen, "bytes": hexed}
         if cut:

@@ -7,7 +7,9 @@ stack, the JS functions of every frame, their arguments and what those point
 at), mutated word by word. The real node binary gives the metadata.
 
 Every decoder entry point must either return or raise a V8DbgError -- never
-another exception -- and return within CALL_BOUND seconds.
+another exception -- and return within CALL_BOUND seconds. The heap census,
+and every command as the front ends run it, also run over the whole real
+core with words of its V8 pages (headers included) damaged.
 """
 
 from __future__ import annotations
@@ -334,7 +336,7 @@ def test_real_pages_decode(real: Real) -> None:
     assert any(fr.function == "die" for fr in frames), [fr.function for fr in frames]
 
 
-@settings(max_examples=1500, **SETTINGS)
+@settings(max_examples=1000, **SETTINGS)
 @given(muts=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 15), st.integers(0, 5)),
                      min_size=1, max_size=24),
        picks=st.lists(st.integers(0, 10 ** 6), min_size=1, max_size=4),
@@ -371,6 +373,116 @@ def test_mutated_stack(real: Real, stack_muts: list[tuple[int, int]]) -> None:
             pages[pno] = bytes(b)
     prog = program(FakeBackend(pages, real.regs))
     exercise(prog, [], real.regs)
+
+
+class OverlayBackend(FakeBackend):
+    """A real core with some of its pages replaced: the whole heap, damaged in places."""
+
+    def __init__(self, base: Any, overlay: dict[int, bytes]) -> None:
+        super().__init__(overlay)
+        self.base = base
+
+    def read(self, addr: int, size: int) -> bytes:
+        first, last = addr // PAGE, (addr + size - 1) // PAGE if size else addr // PAGE
+        if not any(p in self.pages for p in range(first, min(last, first + 20000) + 1)):
+            return self.base.read(addr, size)
+        if size > 64 << 20:
+            raise TargetMemoryError(addr, size)
+        out = bytearray()
+        for pno in range(first, last + 1):
+            blob = self.pages.get(pno)
+            if blob is None:
+                blob = self.base.read(pno * PAGE, PAGE)
+            out += blob
+        off = addr - first * PAGE
+        return bytes(out[off:off + size])
+
+    def regions(self) -> list[tuple[int, int]]:
+        return self.base.regions()
+
+
+@pytest.fixture(scope="module")
+def heap_core() -> tuple[Any, list[tuple[int, int]]]:
+    """The real core, and the [start, end) object areas of its V8 pages."""
+    from v8dbg import census
+    from v8dbg.corefile import CoreBackend
+    d = make_core(VERSION, "stack.js", ("--allow-natives-syntax",), {"V8DBG_TIER": "interpreted"})
+    cb = CoreBackend(str(d / "core"), str(node_binary(VERSION)))
+    prog = program(OverlayBackend(cb, {}))
+    c = census.scan(prog)
+    assert c.total_objects > 10000 and c.pages
+    return cb, [(p.address, p.end) for p in c.pages]
+
+
+MUTS = st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 10 ** 9), st.integers(0, 3),
+                          st.integers(0, 2 ** 64 - 1)), min_size=1, max_size=400)
+
+
+def damaged_heap(cb: Any, pages: list[tuple[int, int]],
+                 muts: list[tuple[int, int, int, int]]) -> OverlayBackend:
+    overlay: dict[int, bytes] = {}
+    for page_i, where, kind, value in muts:
+        start, end = pages[page_i % len(pages)]
+        # A quarter of the damage in the page header, the rest among the objects.
+        addr = start + 8 * (where % 64) if kind == 0 else start + 8 * (where % ((end - start) // 8))
+        pno = addr // PAGE
+        blob = bytearray(overlay.get(pno) or cb.read(pno * PAGE, PAGE))
+        old = struct.unpack_from("<Q", blob, addr % PAGE)[0]
+        new = {0: value, 1: value, 2: old ^ (1 << (value % 64)),
+               3: (value % (1 << 31)) << 32}[kind]
+        struct.pack_into("<Q", blob, addr % PAGE, new)
+        overlay[pno] = bytes(blob)
+    return OverlayBackend(cb, overlay)
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(muts=MUTS)
+def test_census_on_damaged_heap(heap_core: tuple[Any, list[tuple[int, int]]],
+                                muts: list[tuple[int, int, int, int]]) -> None:
+    """The census over a whole real heap whose words (page headers included) are damaged."""
+    from v8dbg import census
+    cb, pages = heap_core
+    prog = program(damaged_heap(cb, pages, muts))
+    guarded_slow(census.scan, prog)
+
+
+@settings(max_examples=10, **SETTINGS)
+@given(muts=MUTS)
+def test_commands_on_damaged_heap(heap_core: tuple[Any, list[tuple[int, int]]],
+                                  muts: list[tuple[int, int, int, int]]) -> None:
+    """Every command, as the front ends run it, on the damaged heap: no internal error."""
+    from test_corrupt import commands, targets
+    from v8dbg.commands import Session, load_all
+    load_all()
+    cb, pages = heap_core
+    backend = damaged_heap(cb, pages, muts)
+    backend.threads = cb.threads  # type: ignore[method-assign]
+    backend.selected_thread = cb.selected_thread  # type: ignore[method-assign]
+    backend.mappings = cb.mappings  # type: ignore[method-assign]
+    sess = Session(lambda: backend, str(node_binary(VERSION)))
+    sess._prog = program(backend)  # reuse the loaded metadata
+    sess._key = (id(backend), None)
+    for cmd in commands(targets(VERSION)):
+        name, _, rest = cmd.partition(" ")
+        t0 = time.monotonic()
+        text, ok = sess.run(name, rest)
+        assert time.monotonic() - t0 < 15, cmd
+        assert "internal error" not in text and "Traceback" not in text, f"{cmd}: {text}"
+        assert ok or text.startswith(("v8dbg: ", '{"error"')), f"{cmd}: {text}"
+        if cmd == "jsstack":  # the damage is in the heap, the stack is intact
+            assert ok and text.startswith("thread "), text
+
+
+def guarded_slow(fn: Callable[..., Any], *args: Any) -> Any:
+    """guarded() with the bound of a whole-heap scan."""
+    t0 = time.monotonic()
+    try:
+        return fn(*args)
+    except V8DbgError:
+        return None
+    finally:
+        took = time.monotonic() - t0
+        assert took < 15, f"{getattr(fn, '__qualname__', fn)} took {took:.2f} s"
 
 
 def test_census_on_fake_memory(real: Real) -> None:

@@ -128,6 +128,8 @@ def test_jsstack_matches_v8(frontend, version, tier, cores):
         if tier in ("maglev", "turbofan"):
             assert inlined["inner"] is True and inlined["hot"] is False
     assert all(f["kind"] != "internal" for f in doc["frames"])
+    ctor = [f for f in js if f.get("constructor")]
+    assert [f["function"] for f in ctor] == ["Widget"]  # V8: "at new Widget"
     natives = [f for f in doc["frames"] if f["kind"] == "native"]
     assert any(f["symbol"] and "uv_run" in f["symbol"] for f in natives)
 

@@ -164,6 +164,20 @@ class ElfFile:
                 return seg.vaddr + (off - seg.offset)
         return None
 
+    def is_executable(self, vaddr: int) -> bool:
+        return any(seg.type == PT_LOAD and seg.flags & 1 and
+                   seg.vaddr <= vaddr < seg.vaddr + seg.memsz for seg in self.segments)
+
+    def symbol_with_prefix_before(self, vaddr: int, prefix: str, limit: int = 64) -> str | None:
+        """The nearest symbol at or before vaddr whose name starts with prefix."""
+        addrs, _sizes, names = self._load_symbols()
+        i = bisect.bisect_right(addrs, vaddr) - 1
+        for j in range(i, max(i - limit, -1), -1):
+            name = self._cstr(names[j])
+            if name.startswith(prefix):
+                return name
+        return None
+
     def in_bss(self, vaddr: int) -> bool:
         """True for an address in a segment's zero-filled tail."""
         return any(seg.type == PT_LOAD and seg.vaddr + seg.filesz <= vaddr < seg.vaddr + seg.memsz

@@ -53,6 +53,7 @@ class Frame:
     position: int | None = None
     script_address: int | None = None
     note: str | None = None
+    constructor: bool = False  # called with `new`
 
 
 class StackDecoder:
@@ -93,6 +94,11 @@ class StackDecoder:
             out.extend(self._decode_one(mf, len(out), depth > 0))
         for i, fr in enumerate(out):
             fr.index = i
+            # A construct call leaves a construct frame just below the callee.
+            if fr.kind == "js" and not fr.inlined and i + 1 < len(out) and \
+                    out[i + 1].kind == "internal" and \
+                    out[i + 1].frame_type in ("ConstructFrame", "FastConstructFrame"):
+                fr.constructor = True
         return out
 
     def _decode_one(self, mf: MachineFrame, index: int, caller: bool) -> list[Frame]:

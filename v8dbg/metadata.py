@@ -17,7 +17,10 @@ from .elf import ElfFile
 from .errors import V8DbgError
 
 _SYMBOL_PATTERN = (rb"(?:v8dbg|nodedbg)_[A-Za-z0-9_]+"
-                   rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch)_E")
+                   rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch)_E"
+                   rb"|v8_Default_embedded_blob_code_(?:data_|size_)?")
+_BLOB = "v8_Default_embedded_blob_code_"
+_CACHE_FORMAT = 2
 
 
 @dataclass
@@ -76,6 +79,9 @@ def _parse(raw: dict[str, int]) -> tuple[dict[str, int], dict[tuple[str, str], i
         if name.startswith("nodedbg_"):
             node[name[len("nodedbg_"):]] = value
             continue
+        if name.startswith("EmbeddedBlob"):
+            consts[name] = value
+            continue
         if not name.startswith("v8dbg_"):
             continue
         body = name[len("v8dbg_"):]
@@ -127,7 +133,8 @@ def load(binary: ElfFile) -> Metadata:
 
 def _cache_path(binary: ElfFile) -> str | None:
     base = binary._cache_file()
-    return base[:-len(".bin")].replace("syms-", "meta-") + ".json" if base else None
+    # The version in the name retires caches written before a format change.
+    return base[:-len(".bin")].replace("syms-", f"meta{_CACHE_FORMAT}-") + ".json" if base else None
 
 
 def _read_cache(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]] | None:
@@ -169,7 +176,19 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]]:
     raw: dict[str, int] = {}
     version = [0, 0, 0, 0]
     vnames = {"major": 0, "minor": 1, "build": 2, "patch": 3}
+    # The embedded builtins' code: its start is a text label (named `..._data_`
+    # in V8 10, the bare name later), its size a 32-bit constant.
+    for name in (_BLOB + "data_", _BLOB):
+        addr = syms.get(name)
+        if addr is not None and binary.is_executable(addr):
+            raw["EmbeddedBlobCodeStart"] = addr
+            break
+    size_at = syms.get(_BLOB + "size_")
+    if size_at is not None and binary.read(size_at, 4):
+        raw["EmbeddedBlobCodeSize"] = struct.unpack("<I", binary.read(size_at, 4) or b"\0" * 4)[0]
     for name, addr in syms.items():
+        if name.startswith(_BLOB):
+            continue
         data = binary.read(addr, 4)
         if data is None or len(data) < 4:
             if not binary.in_bss(addr):

@@ -155,10 +155,25 @@ class Program:
         return out
 
     def builtin_at(self, pc: int) -> str | None:
-        """Name of the embedded V8 builtin holding pc (without 'Builtins_')."""
+        """Name of the embedded V8 builtin holding pc (without 'Builtins_').
+
+        A pc is a builtin when it lies in the embedded blob's code (in the
+        binary, or in the copy node 22+ maps elsewhere); labels inside a
+        builtin name the builtin they are in.
+        """
         lm = self.module_for(pc)
         if lm is None or lm.elf is not self.binary:
             return None
+        link = lm.link_address(pc)
+        if link is None:
+            return None
+        start = self.md.consts.get("EmbeddedBlobCodeStart")
+        size = self.md.consts.get("EmbeddedBlobCodeSize")
+        if start is not None and size:
+            if not start <= link < start + size:
+                return None
+            name = self.binary.symbol_with_prefix_before(link, "Builtins_")
+            return name[len("Builtins_"):] if name else "<builtin>"
         sym = self.symbolize(pc)
         if sym is not None and sym.raw.startswith("Builtins_"):
             return sym.raw[len("Builtins_"):]

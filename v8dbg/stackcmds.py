@@ -63,6 +63,8 @@ def frame_json(dec: StackDecoder, fr: Frame, verbose: bool) -> dict:
         d.update({"function": fr.function, "script": fr.script, "line": fr.line,
                   "column": fr.column, "tier": fr.tier, "inlined": fr.inlined,
                   "function_address": hexaddr(fr.function_address)})
+        if fr.constructor:
+            d["constructor"] = True
         if fr.note:
             d["note"] = fr.note
         if verbose:
@@ -89,6 +91,8 @@ def frame_text(fj: dict, verbose: bool) -> str:
         sym = f" {fj['symbol']}" if fj.get("symbol") else ""
         return f"{idx} {pc} <{fj['frame_type']}>{sym}"
     name = fj.get("function") or "(anonymous)"
+    if fj.get("constructor"):
+        name = f"new {name}"
     if fj.get("script") is None:
         where = "<builtin>" if fj.get("tier") == "builtin" else "<unknown>"
     else:

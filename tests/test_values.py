@@ -19,7 +19,6 @@ from support import (FRONTENDS, ROOT, VERSIONS, LiveNode, json_line, make_core, 
 
 # Values whose text rendering must equal node's util.inspect exactly.
 TEXT_EXCEPTIONS = {
-    "cycle",  # util numbers the reference (<ref *1>); we print the address
     "proxy",  # util shows the target; we show target and handler
     "weakmap", "weakset",  # util cannot see the entries; we can
     "arraybuffer", "dataview",  # util shows [byteLength] / [buffer] slots

@@ -96,6 +96,7 @@ class _Ctx:
         self.show = show_addr
         self.indent = indent
         self.current_depth = 0
+        self.circular: dict[str, int] = {}  # address -> util's reference number
 
 
 def render(v: dict, show_addr: bool = False, indent: int = 0, top: bool = True) -> str:
@@ -128,7 +129,15 @@ def _fmt(ctx: _Ctx, v: dict, level: int, top: bool = False) -> str:
         return f"Symbol({d if d is not None else ''})" + a
     if t == "bigint":
         return f"{v['value']}n" + a
+    if v.get("circular"):
+        key = v.get("address") or ""
+        idx = ctx.circular.setdefault(key, len(ctx.circular) + 1)
+        return f"[Circular *{idx}]" + a
     if t == "function":
+        if v.get("properties"):
+            return _container(ctx, v, level, a)
+        if v.get("truncated"):
+            return "[Function]" + a
         return _function(v) + a
     if t == "bound_function":
         return f"[Function: {v.get('name') or 'bound'}]" + a
@@ -138,8 +147,6 @@ def _fmt(ctx: _Ctx, v: dict, level: int, top: bool = False) -> str:
         if g and s:
             return "[Getter/Setter]"
         return "[Getter]" if g else ("[Setter]" if s else "[Getter/Setter]")
-    if v.get("circular"):
-        return f"[Circular{(' ' + v['address']) if v.get('address') else ''}]"
     if t == "date":
         return _date(v.get("value")) + a
     if t == "regexp":
@@ -161,7 +168,8 @@ def _fmt(ctx: _Ctx, v: dict, level: int, top: bool = False) -> str:
 def _function(v: dict) -> str:
     name = v.get("name") or ""
     if v.get("class"):
-        return f"[class {name or '(anonymous)'}]"
+        ext = f" extends {v['extends']}" if v.get("extends") else ""
+        return f"[class {name or '(anonymous)'}{ext}]"
     kind = v.get("kind") or "Function"
     return f"[{kind}: {name}]" if name else f"[{kind} (anonymous)]"
 
@@ -215,6 +223,10 @@ def _container(ctx: _Ctx, v: dict, level: int, a: str) -> str:
             base = base.replace("\n", "\n" + " " * ctx.indent)
         braces = ["{", "}"]
         trunc_name = v.get("constructor") or "Error"
+    elif t == "function":
+        base = _function(v)
+        braces = ["{", "}"]
+        trunc_name = "Function"
     elif t == "promise":
         braces = ["Promise {", "}"]
         trunc_name = "Promise"
@@ -296,7 +308,7 @@ def _container(ctx: _Ctx, v: dict, level: int, a: str) -> str:
             output = [("<rejected> " if v.get("state") == "rejected" else "") + res]
     elif t == "proxy":
         output = [sub(v["target"]), sub(v["handler"])] if "target" in v else []
-    if t in ("object", "error", "array"):
+    if t in ("object", "error", "array", "function"):
         for e in v.get("elements", []) if t == "object" else []:
             output.append(f"{quote(str(e['index']))}: {sub(e['value'])}")
         for p in v.get("properties", []):
@@ -307,7 +319,12 @@ def _container(ctx: _Ctx, v: dict, level: int, a: str) -> str:
                     p["value"].get("type") == "string" and p["value"]["value"] in base:
                 continue  # util drops keys the stack already shows
             output.append(f"{_key(p['key'])}: {sub(p['value'])}")
+        if t == "error" and "cause" in v:
+            output.append(f"[cause]: {sub(v['cause'])}")
 
+    ref = ctx.circular.get(v.get("address") or "")
+    if ref is not None:  # util marks the target of a cycle at its start
+        base = f"<ref *{ref}>" if not base else f"<ref *{ref}> {base}"
     if not output:
         ctx.current_depth = saved_depth  # util returns before entering an empty object
         if t == "error":

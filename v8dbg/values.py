@@ -510,6 +510,8 @@ class Values:
             return {"type": "other", "v8_type": name}
         # Receivers: everything below has members and may be cyclic.
         if self.f.is_function(v):
+            if v in walk.path:
+                return {"type": "function", "name": self.function_name(v), "circular": True}
             return self._function(v, itype, level, walk)
         if v in walk.path:
             kind = self._container_type(name)
@@ -598,8 +600,22 @@ class Values:
                     kind = self.function_name(c)
                     if kind in ("AsyncFunction", "GeneratorFunction", "AsyncGeneratorFunction"):
                         out["kind"] = kind
+            if out.get("class") and self.h.is_heap(proto) and self.f.is_function(proto):
+                parent = self.function_name(proto)
+                if parent:
+                    out["extends"] = parent
         except (DecodeError, TargetMemoryError):
             pass
+        # Own enumerable properties (static class fields, fn.extra = ...), as util shows them.
+        if self._has_enumerable(v):
+            if level > walk.opts.depth:
+                out["truncated"] = True
+            else:
+                walk.path.add(v)
+                try:
+                    out["properties"] = self._properties(v, level, walk)
+                finally:
+                    walk.path.discard(v)
         return out
 
     def class_positions(self, fn: int) -> tuple[int, int] | None:
@@ -963,6 +979,10 @@ class Values:
             out["truncated"] = True
             return out
         out["properties"] = self._properties(v, level, walk)
+        for p in props:
+            if not p.accessor and not p.enumerable and self.is_string(p.key) and \
+                    self.s.text(p.key, 8) == "cause":
+                out["cause"] = self._child(p.value, level + 1, walk)
         return out
 
     def _raw_frames(self, arr: int) -> list[str]:

@@ -21,8 +21,8 @@ fi
 
 # The test runner's Python. gdb and lldb embed /usr/bin/python3: the plugins load the
 # core from this checkout; it needs only the standard library (NumPy, above, is optional).
-python3 -m pip install -q --disable-pip-version-check pytest hypothesis numpy >/dev/null 2>&1 || \
-  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest hypothesis numpy
+python3 -m pip install -q --disable-pip-version-check pytest pytest-xdist hypothesis numpy >/dev/null 2>&1 || \
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest pytest-xdist hypothesis numpy
 
 mkdir -p .cache/node
 for v in $VERSIONS; do

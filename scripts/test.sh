@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Set up a fresh machine (debuggers, node binaries) and run the whole suite.
+# Set up a fresh machine (debuggers, node binaries) and run the whole suite,
+# one test module per worker on each core (modules batch their debugger runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec python3 -m pytest -q "$@"
+jobs=$(nproc 2>/dev/null || echo 2)
+exec python3 -m pytest -q -n "$jobs" --dist loadfile "$@"

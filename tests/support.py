@@ -7,6 +7,7 @@ and flags, so a test run makes each core once.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -15,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,6 +59,17 @@ def make_core(version: str, fixture: str, flags: tuple[str, ...] = (), env: dict
     d = CACHE / "cores" / version / f"{Path(fixture).stem}-{_key(src, *flags, json.dumps(env or {}))}"
     if (d / "core").exists() and (d / "done").exists():
         return d
+    d.parent.mkdir(parents=True, exist_ok=True)
+    # Test processes running in parallel may want the same core: one makes it.
+    with open(d.parent / f"{d.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (d / "core").exists() and (d / "done").exists():
+            return d
+        return _make_core(d, version, fixture, flags, env, timeout)
+
+
+def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env: dict | None,
+               timeout: float) -> Path:
     if d.exists():
         shutil.rmtree(d)
     d.mkdir(parents=True)
@@ -177,10 +190,9 @@ class LiveNode:
 
     def __init__(self, version: str, fixture: str, flags: tuple[str, ...] = (),
                  env: dict | None = None) -> None:
-        self.dir = CACHE / "live" / version / Path(fixture).stem
-        if self.dir.exists():
-            shutil.rmtree(self.dir)
-        self.dir.mkdir(parents=True)
+        (CACHE / "live" / version).mkdir(parents=True, exist_ok=True)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{Path(fixture).stem}-",
+                                         dir=CACHE / "live" / version))
         env = dict(os.environ, V8DBG_OUT=str(self.dir), V8DBG_LIVE="1", **(env or {}))
         self.proc = subprocess.Popen([str(node_binary(version)), *flags, str(FIXTURES / fixture)],
                                      cwd=self.dir, env=env, stdout=subprocess.DEVNULL,
@@ -205,6 +217,7 @@ class LiveNode:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "LiveNode":
         return self

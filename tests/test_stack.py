@@ -212,9 +212,9 @@ def test_gcore_core(version):
         core = node.dir / f"gcore.{node.pid}"
         assert node.alive()
         expected = (node.dir / "expected-stack.txt").read_text()
-    for frontend in FRONTENDS:
-        doc = json_line(run(frontend, version, core, ["jsstack --json"])[0])
-        compare(doc, expected)
+        for frontend in FRONTENDS:
+            doc = json_line(run(frontend, version, core, ["jsstack --json"])[0])
+            compare(doc, expected)
 
 
 def test_unknown_version_warns():

@@ -53,7 +53,8 @@ def outputs(frontend: str, version: str) -> tuple[str, ...]:
     """All census commands in one debugger run (lldb takes seconds to start)."""
     cmds = ["findjsobjects --json", "findjsinstances --json Widget",
             "jsfunctions -n counter --json", "nodeinfo --json",
-            f"findjsrefs --json {target_address(version)}", "findjsobjects -c Widget"]
+            f"findjsrefs --json {target_address(version)}", "findjsobjects -c Widget",
+            "findjsobjects -p tags --json", "findjsobjects -c Widget -p nosuchprop --json"]
     return tuple(run(frontend, version, core_dir(version) / "core", cmds))
 
 
@@ -89,6 +90,9 @@ def test_instances_and_functions(frontend: str, version: str) -> None:
     assert f["closures"] == snapshot_counts(version)[("closure", "counter")] == 321
     assert f["script"].endswith("census.js") and f["line"] == 22
     assert "7777" in outs[5] and "Widget" in outs[5]
+    with_tags = json_line(outs[6])["groups"]
+    assert [(g["constructor"], g["count"]) for g in with_tags] == [("Widget", 7777)]
+    assert json_line(outs[7])["groups"] == []
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)

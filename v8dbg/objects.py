@@ -89,10 +89,16 @@ class Shapes:
         return Shape(name, props, dictionary)
 
     def property_names(self, obj: int) -> list[str]:
-        """Own property names of an object, as JavaScript enumerates them."""
+        """Own enumerable property names of an object, in JavaScript's order.
+
+        Non-enumerable ones (an array's `length`, a function's `name`, class
+        methods on prototypes) would make every row of a census look alike.
+        """
         out: list[str] = []
         try:
             for p in self.v.own_properties(obj, 256):
+                if not p.enumerable:
+                    continue
                 k = self.v.key_text(p.key, 200)
                 if k is not None:
                     out.append(k)

@@ -391,6 +391,8 @@ def _findjsrefs(p: argparse.ArgumentParser):
             prog.mem.read(target - 1, 8)
         except TargetMemoryError:
             raise V8DbgError(f"0x{target:x} is not in the target's memory") from None
+        if not _shapes(prog).h.is_valid_object(target):
+            raise V8DbgError(f"0x{target:x} is not a V8 heap object (its map is not a Map)")
         refs = _RefFinder(prog).refs(target)
         data = {"target": hexaddr(target),
                 "refs": [{"holder": hexaddr(r.holder), "holder_type": r.holder_type,

@@ -2,7 +2,7 @@
 
 Works on the decoded dicts only (no target access), so every front end
 prints the same text. The layout follows util.inspect's defaults
-(breakLength 128, compact 3): an object goes on one line when it fits and
+(breakLength 80, compact 3): an object goes on one line when it fits and
 holds nothing nested three levels deeper; long arrays of short entries are
 grouped into aligned columns.
 """
@@ -15,7 +15,7 @@ import re
 import struct
 from typing import Any
 
-BREAK_LENGTH = 128
+BREAK_LENGTH = 80
 COMPACT = 3
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f", "\v": "\\v"}

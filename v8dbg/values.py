@@ -183,6 +183,11 @@ class Values:
     def own_properties(self, obj: int, cap: int = MAX_PROPERTIES) -> list[Prop]:
         """Own named properties in enumeration order (string keys, then symbols)."""
         m = self.h.map_of(obj)
+        if self.h.map_type(m) == self._type("JS_GLOBAL_PROXY_TYPE"):
+            # globalThis is a proxy; the properties live on the global object behind it.
+            g = self.fld(m, "Map", "prototype")
+            if self.h.is_heap(g) and self.h.is_type(g, "JS_GLOBAL_OBJECT_TYPE"):
+                obj, m = g, self.h.map_of(g)
         bf3 = self.mem.u32(m - 1 + self.off("Map", "bit_field3"))
         if (bf3 >> self.md.const("bit_field3_is_dictionary_map_shift", 21)) & 1:
             props = self._dictionary_properties(obj, cap)

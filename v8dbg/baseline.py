@@ -10,6 +10,7 @@ binary (sizes per operand scale), so no per-version bytecode list is needed.
 from __future__ import annotations
 
 from .errors import DecodeError, TargetMemoryError
+from .functions import read_uvlq
 
 SIZES_SYMBOL = rb"_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE"
 PREFIX_SCALE = {0: 1, 1: 2}  # Wide -> double operands, ExtraWide -> quadruple
@@ -34,19 +35,6 @@ def _sizes(prog) -> list[bytes] | None:
     return out or None
 
 
-def _uvlq(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise DecodeError("truncated bytecode offset table")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, pos
-
-
 def bytecode_offset(codes, info, bytecode: int, pc: int) -> int | None:
     """Offset of the bytecode whose baseline machine code contains pc (a return address)."""
     prog = codes.prog
@@ -65,8 +53,8 @@ def bytecode_offset(codes, info, bytecode: int, pc: int) -> int | None:
     target = pc - info.start
     n_ops = len(sizes[0])
     pos = 0
-    prologue, pos = _uvlq(table, pos)  # code before the first bytecode
-    first, pos = _uvlq(table, pos)
+    prologue, pos = read_uvlq(table, pos)  # code before the first bytecode
+    first, pos = read_uvlq(table, pos)
     pc_end = prologue + first
     offset = 0
     while pc_end < target:
@@ -83,6 +71,6 @@ def bytecode_offset(codes, info, bytecode: int, pc: int) -> int | None:
         offset += step + sizes[scale][op]
         if offset >= length or pos >= len(table):
             return None
-        delta, pos = _uvlq(table, pos)
+        delta, pos = read_uvlq(table, pos)
         pc_end += delta
     return offset

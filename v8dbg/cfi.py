@@ -256,8 +256,19 @@ def _run(cie_insns: bytes, fde_insns: bytes, begin: int, target: int,
     initial: dict | None = None
     stack: list[dict] = []
 
+    def saved(reg: int, off: int | None) -> None:
+        """Record where a register we track is saved (None: not saved)."""
+        if reg == RBP:
+            state["rbp"] = off
+        elif reg == RA and off is not None:
+            state["ra"] = off
+
+    def restore(reg: int) -> None:
+        if initial is not None and reg in (RBP, RA):
+            key = "rbp" if reg == RBP else "ra"
+            state[key] = initial[key]
+
     def execute(code: bytes, loc: int, limit: int) -> int:
-        nonlocal initial
         r = _Reader(memoryview(code), 0, 0)
         n = len(code)
         steps = 0
@@ -273,17 +284,9 @@ def _run(cie_insns: bytes, fde_insns: bytes, begin: int, target: int,
                 if loc > limit:
                     return loc
             elif high == 0x80:  # offset
-                off = r.uleb() * data_align
-                if low == RBP:
-                    state["rbp"] = off
-                elif low == RA:
-                    state["ra"] = off
+                saved(low, r.uleb() * data_align)
             elif high == 0xC0:  # restore
-                if initial is not None:
-                    if low == RBP:
-                        state["rbp"] = initial["rbp"]
-                    elif low == RA:
-                        state["ra"] = initial["ra"]
+                restore(low)
             elif op == 0x00:  # nop
                 pass
             elif op == 0x01:  # set_loc
@@ -297,20 +300,11 @@ def _run(cie_insns: bytes, fde_insns: bytes, begin: int, target: int,
                     return loc
             elif op == 0x05:  # offset_extended
                 reg = r.uleb()
-                off = r.uleb() * data_align
-                if reg == RBP:
-                    state["rbp"] = off
-                elif reg == RA:
-                    state["ra"] = off
+                saved(reg, r.uleb() * data_align)
             elif op == 0x06:  # restore_extended
-                reg = r.uleb()
-                if initial is not None and reg in (RBP, RA):
-                    key = "rbp" if reg == RBP else "ra"
-                    state[key] = initial[key]
+                restore(r.uleb())
             elif op in (0x07, 0x08):  # undefined, same_value
-                reg = r.uleb()
-                if reg == RBP:
-                    state["rbp"] = None
+                saved(r.uleb(), None)
             elif op == 0x09:  # register
                 r.uleb()
                 r.uleb()
@@ -336,11 +330,7 @@ def _run(cie_insns: bytes, fde_insns: bytes, begin: int, target: int,
                 r.pos += ln
             elif op == 0x11:  # offset_extended_sf
                 reg = r.uleb()
-                off = r.sleb() * data_align
-                if reg == RBP:
-                    state["rbp"] = off
-                elif reg == RA:
-                    state["ra"] = off
+                saved(reg, r.sleb() * data_align)
             elif op == 0x12:  # def_cfa_sf
                 state["cfa_reg"] = r.uleb()
                 state["cfa_off"] = r.sleb() * data_align
@@ -360,15 +350,13 @@ def _run(cie_insns: bytes, fde_insns: bytes, begin: int, target: int,
                 r.uleb()
             elif op == 0x2F:  # GNU_negative_offset_extended
                 reg = r.uleb()
-                off = -r.uleb() * data_align
-                if reg == RBP:
-                    state["rbp"] = off
+                saved(reg, -r.uleb() * data_align)
             else:
                 raise ValueError(f"CFA opcode {op:#x}")
         return loc
 
     execute(cie_insns, begin, 1 << 64)
-    initial = dict(state)
+    initial = dict(state)  # what DW_CFA_restore returns to
     execute(fde_insns, begin, target)
     if state["cfa_reg"] not in (RSP, RBP):
         return Rule(-1, 0, None, -8)

@@ -17,6 +17,10 @@ from .strings import Strings
 
 MAX_TABLE_BYTES = 4 << 20
 MAX_SOURCE = 64 << 20
+UNCOMPILED_TYPES = ("UNCOMPILED_DATA_WITH_PREPARSE_DATA_TYPE",
+                    "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_TYPE",
+                    "UNCOMPILED_DATA_WITH_PREPARSE_DATA_AND_JOB_TYPE",
+                    "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_WITH_JOB_TYPE")
 _TERMINATOR = re.compile("\r\n|\n|\r|\u2028|\u2029")
 
 
@@ -33,8 +37,8 @@ class Position:
     column: int  # 1-based
 
 
-def read_vlq(data: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag variable-length signed integer, as V8's position tables store them."""
+def read_uvlq(data: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned variable-length integer: 7 bits a byte, low bits first."""
     value = 0
     shift = 0
     while True:
@@ -45,7 +49,12 @@ def read_vlq(data: bytes, pos: int) -> tuple[int, int]:
         value |= (b & 0x7F) << shift
         shift += 7
         if not b & 0x80:
-            break
+            return value, pos
+
+
+def read_vlq(data: bytes, pos: int) -> tuple[int, int]:
+    """A zigzag-encoded signed integer, as V8's position tables store them."""
+    value, pos = read_uvlq(data, pos)
     return (value >> 1) ^ -(value & 1), pos
 
 
@@ -131,15 +140,25 @@ class Functions:
         if h.is_heap(v) and h.is_type(v, "SCOPE_INFO_TYPE"):
             from .scopes import ScopeInfo
             return ScopeInfo(h, self.s, v).inferred_name() or ""
-        data = self.function_data(sfi)
-        if data and h.is_type(data, "UNCOMPILED_DATA_WITH_PREPARSE_DATA_TYPE",
-                              "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_TYPE",
-                              "UNCOMPILED_DATA_WITH_PREPARSE_DATA_AND_JOB_TYPE",
-                              "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_WITH_JOB_TYPE"):
+        data = self._uncompiled(sfi)
+        if data is not None:
             n = h.field(data, "UncompiledData", "inferred_name")
             if self.s.is_string(n):
                 return self.s.text(n, 512)
         return ""
+
+    def _uncompiled(self, sfi: int) -> int | None:
+        """The UncompiledData of a function V8 has not compiled yet, else None."""
+        data = self.function_data(sfi)
+        if self.h.is_heap(data) and self.h.is_type(data, *UNCOMPILED_TYPES):
+            return data
+        return None
+
+    def _uncompiled_i32(self, sfi: int, field: str) -> int | None:
+        data = self._uncompiled(sfi)
+        if data is None or not self.md.has("UncompiledData", field):
+            return None
+        return self.h.mem.i32(data - 1 + self.md.off("UncompiledData", field))
 
     def debug_name(self, sfi: int) -> str:
         """What V8 prints for the function: its name, else its inferred name."""
@@ -196,13 +215,8 @@ class Functions:
                 if tok not in (-1, 0xFFFF) and tok >= 0:
                     return start - tok
                 return start
-        data = self.function_data(sfi)
-        if h.is_heap(data) and self.md.has("UncompiledData", "start_position") and h.is_type(
-                data, "UNCOMPILED_DATA_WITH_PREPARSE_DATA_TYPE",
-                "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_TYPE",
-                "UNCOMPILED_DATA_WITH_PREPARSE_DATA_AND_JOB_TYPE",
-                "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_WITH_JOB_TYPE"):
-            start = h.mem.i32(data - 1 + self.md.off("UncompiledData", "start_position"))
+        start = self._uncompiled_i32(sfi, "start_position")
+        if start is not None:
             tok = h.mem.u16(sfi - 1 + self.md.off("SharedFunctionInfo", "raw_function_token_offset"))
             return start - tok if tok != 0xFFFF and tok <= start else start
         return None
@@ -215,14 +229,7 @@ class Functions:
             pos = ScopeInfo(h, self.s, si).position_info()
             if pos is not None:
                 return pos[1]
-        data = self.function_data(sfi)
-        if h.is_heap(data) and self.md.has("UncompiledData", "end_position") and h.is_type(
-                data, "UNCOMPILED_DATA_WITH_PREPARSE_DATA_TYPE",
-                "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_TYPE",
-                "UNCOMPILED_DATA_WITH_PREPARSE_DATA_AND_JOB_TYPE",
-                "UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_WITH_JOB_TYPE"):
-            return h.mem.i32(data - 1 + self.md.off("UncompiledData", "end_position"))
-        return None
+        return self._uncompiled_i32(sfi, "end_position")
 
     def parameter_count(self, sfi: int) -> int:
         """Formal parameters, not counting the receiver."""

@@ -84,6 +84,18 @@ def _types(**numbers: int) -> dict[str, int]:
     return {f"type_{name}": value for name, value in numbers.items()}
 
 
+# From V8 12.4 code metadata sits in trusted space; the SFI's function data
+# has no metadata symbol.
+_CODE_12 = {
+    ("SharedFunctionInfo", "function_data"): 8,
+    ("BytecodeArray", "source_position_table"): 24,
+    ("BytecodeArray", "constant_pool"): 40,
+    ("Code", "deoptimization_data"): 8,
+    ("Code", "source_position_table"): 16,
+}
+# From V8 13.6 a ScopeInfo keeps its start/end positions before the variable part.
+_SCOPE_INFO_13 = {"ScopeInfoVarsOffset": 48, "ScopeInfoPositionsFirst": 1}
+
 VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     (10, 2): {"consts": {
         "DeoptimizationDataInlinedFunctionCountIndex": 1,
@@ -108,34 +120,13 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
         ("Code", "instruction_size"): 56,
     }},
     (12, 4): {"consts": {}, "fields": {
-        ("SharedFunctionInfo", "function_data"): 8,
-        ("BytecodeArray", "source_position_table"): 24,
-        ("BytecodeArray", "constant_pool"): 40,
-        ("BytecodeArray", "parameter_size"): 52,
-        ("Code", "deoptimization_data"): 8,
-        ("Code", "source_position_table"): 16,
+        **_CODE_12, ("BytecodeArray", "parameter_size"): 52,
     }},
-    (13, 6): {"consts": {
-        "ScopeInfoVarsOffset": 48,
-        "ScopeInfoPositionsFirst": 1,
-    }, "fields": {
-        ("SharedFunctionInfo", "function_data"): 8,
-        ("BytecodeArray", "source_position_table"): 24,
-        ("BytecodeArray", "constant_pool"): 40,
-        ("Code", "deoptimization_data"): 8,
-        ("Code", "source_position_table"): 16,
-    }},
+    (13, 6): {"consts": dict(_SCOPE_INFO_13), "fields": dict(_CODE_12)},
     (14, 6): {"consts": {
+        **_SCOPE_INFO_13,
         "PositionTableEncoding": 2,
-        "ScopeInfoVarsOffset": 48,
-        "ScopeInfoPositionsFirst": 1,
-    }, "fields": {
-        ("SharedFunctionInfo", "function_data"): 8,
-        ("BytecodeArray", "source_position_table"): 24,
-        ("BytecodeArray", "constant_pool"): 40,
-        ("Code", "deoptimization_data"): 8,
-        ("Code", "source_position_table"): 16,
-    }},
+    }, "fields": dict(_CODE_12)},
 }
 
 # Object and value facts per line: typed-array kinds, instance types the

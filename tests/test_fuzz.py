@@ -14,6 +14,7 @@ core with words of its V8 pages (headers included) damaged.
 
 from __future__ import annotations
 
+import os
 import random
 import struct
 import time
@@ -36,6 +37,8 @@ from v8dbg.target import PAGE, Mapping, Memory, Registers, ThreadInfo
 
 VERSION = "24.21.0"
 CALL_BOUND = 2.0
+# V8DBG_FUZZ_SCALE=10 runs ten times the examples (a longer local run).
+SCALE = max(1, int(os.environ.get("V8DBG_FUZZ_SCALE", "1")))
 RANDOM_BASE = 0x3A0000000000
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -111,6 +114,8 @@ def program(backend: FakeBackend) -> Program:
     prog = PROG.get("p")
     if prog is None:
         prog = Program(backend, binary=str(node_binary(VERSION)))
+        # Load the symbol table now, not inside the first timed call.
+        prog.symbolize(0x1000000)
         PROG["p"] = prog
     prog.backend = backend
     prog.mem = Memory(backend)
@@ -258,7 +263,7 @@ def random_pages(seed: int, npages: int, pointer_share: float) -> dict[int, byte
     return {RANDOM_BASE // PAGE + i: blob[i * PAGE:(i + 1) * PAGE] for i in range(npages)}
 
 
-@settings(max_examples=600, **SETTINGS)
+@settings(max_examples=600 * SCALE, **SETTINGS)
 @given(seed=st.integers(0, 2 ** 32 - 1), npages=st.integers(1, 8),
        share=st.sampled_from([0.0, 0.3, 0.7, 1.0]),
        picks=st.lists(st.integers(0, 8 * PAGE // 8 - 1), min_size=1, max_size=6),
@@ -275,7 +280,7 @@ def test_random_memory(seed: int, npages: int, share: float, picks: list[int], r
     exercise(prog, addrs, regs)
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=200 * SCALE, **SETTINGS)
 @given(words=st.lists(st.integers(0, 2 ** 64 - 1), min_size=1, max_size=40))
 def test_random_registers_on_random_words(words: list[int]) -> None:
     """Registers and addresses that are any 64-bit numbers at all."""
@@ -336,7 +341,7 @@ def test_real_pages_decode(real: Real) -> None:
     assert any(fr.function == "die" for fr in frames), [fr.function for fr in frames]
 
 
-@settings(max_examples=1000, **SETTINGS)
+@settings(max_examples=1000 * SCALE, **SETTINGS)
 @given(muts=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 15), st.integers(0, 5)),
                      min_size=1, max_size=24),
        picks=st.lists(st.integers(0, 10 ** 6), min_size=1, max_size=4),
@@ -351,7 +356,7 @@ def test_mutated_objects(real: Real, muts: list[tuple[int, int, int]], picks: li
     exercise(prog, addrs, real.regs if data.draw(st.booleans()) else None)
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(max_examples=400 * SCALE, **SETTINGS)
 @given(stack_muts=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 2 ** 64 - 1)),
                            min_size=1, max_size=32))
 def test_mutated_stack(real: Real, stack_muts: list[tuple[int, int]]) -> None:
@@ -435,7 +440,7 @@ def damaged_heap(cb: Any, pages: list[tuple[int, int]],
     return OverlayBackend(cb, overlay)
 
 
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=30 * SCALE, **SETTINGS)
 @given(muts=MUTS)
 def test_census_on_damaged_heap(heap_core: tuple[Any, list[tuple[int, int]]],
                                 muts: list[tuple[int, int, int, int]]) -> None:
@@ -446,7 +451,7 @@ def test_census_on_damaged_heap(heap_core: tuple[Any, list[tuple[int, int]]],
     guarded_slow(census.scan, prog)
 
 
-@settings(max_examples=10, **SETTINGS)
+@settings(max_examples=10 * SCALE, **SETTINGS)
 @given(muts=MUTS)
 def test_commands_on_damaged_heap(heap_core: tuple[Any, list[tuple[int, int]]],
                                   muts: list[tuple[int, int, int, int]]) -> None:

@@ -26,6 +26,7 @@ MAX_DICT_CAPACITY = 1 << 20  # hash-table slots scanned per table
 MAX_CHAIN = 64  # maps / prototypes followed
 MAX_VALUES = 20000  # values produced by one decode
 MAX_BIGINT_DIGITS = 4096  # 64-bit digits
+MAX_KEY = 1000  # characters of a property key (keys are never cut at STRLEN)
 DOUBLE_HOLE = 0xFFF7FFFFFFF7FFFF
 
 # util.inspect's order of RegExp flag letters, with V8's flag bits.
@@ -707,7 +708,7 @@ class Values:
                 out.append({"key": "...", "value": {"type": "other", "v8_type": "more properties",
                                                     "truncated": True}})
                 break
-            key = self.key_text(p.key, walk.opts.strlen)
+            key = self.key_text(p.key, MAX_KEY)
             if key is None:
                 continue
             if p.accessor:

@@ -5,6 +5,8 @@ JavaScript on a timer. For each debugger and node line below we attach twice
 (the second time with addresses the first found), run each command, and after
 each detach check that the process is alive, its CPU time keeps growing and it
 still answers an HTTP request on 127.0.0.1 with the same state as before.
+Also: attached to a process that is not node (sleep), every command says the
+binary has no V8 metadata, in one line, and the process runs on.
 """
 
 from __future__ import annotations
@@ -86,3 +88,22 @@ def test_attach_run_detach(debugger: str, version: str) -> None:
             if got[third[1]] == "ok":
                 assert "function handler(req, res)" in outs3[1], outs3[1]
         still_running(node, port, before)
+
+
+@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
+def test_attach_to_a_process_that_is_not_node(debugger: str) -> None:
+    """Attached to a process without V8: one clear line per command, and it runs on."""
+    import subprocess
+    proc = subprocess.Popen(["/bin/sleep", "300"])
+    try:
+        cmds = ["jsstack", "nodeinfo --json", "findjsobjects", "jsprint 0x11"]
+        outs = run_debugger(debugger, "24.21.0", cmds, pid=proc.pid, timeout=BOUND)
+        for c, (o, secs) in zip(cmds, outs):
+            assert secs < CMD_BOUND
+            assert check_output(c, o, f"{debugger} attached to sleep") == "error", o
+            if c != "jsprint 0x11":
+                assert "no V8 postmortem metadata" in o, o
+        assert proc.poll() is None, "the process died after the debugger detached"
+    finally:
+        proc.kill()
+        proc.wait()

@@ -244,7 +244,13 @@ def test_cli_subprocess(version: str) -> None:
     assert json_line(outs[3])["constructor"] == "Widget"
 
 
-def _closure_cmds(truth: dict, args: list) -> list[str]:
+def _zoo_frame(version: str) -> int:
+    d, _truth, _args = zoo(version)
+    st = json.loads(_sess(version, d / "core").run("jsstack", ["--json", "-a"])[0])
+    return [f["index"] for f in st["frames"] if f.get("function") == "zoo"][0]
+
+
+def _closure_cmds(truth: dict, args: list, frame: int) -> list[str]:
     names = truth["names"]
     c = _addr(args[names.index("closure")])
     n = _addr(args[names.index("nested")])
@@ -253,7 +259,8 @@ def _closure_cmds(truth: dict, args: list) -> list[str]:
     cl = _addr(args[names.index("fnclass")])
     return [f"jsclosure --json {c}", f"jsclosure --json {n}", f"jssource {c}",
             f"jssource -n 1 {cl}", f"jsconstructor {w}", f"jsconstructor {g}",
-            f"jssource --json {c}", "jsprint --json 0x11", f"jsclosure {w}", "jsprint 0x9"]
+            f"jssource --json {c}", "jsprint --json 0x11", f"jsframe --json {frame}",
+            f"jsclosure {w}", "jsprint 0x9"]
 
 
 def _check_closures(truth: dict, outs: list[str], lldb: bool) -> None:
@@ -278,17 +285,21 @@ def _check_closures(truth: dict, outs: list[str], lldb: bool) -> None:
     assert outs[5].strip().splitlines()[-1] == "Gadget"
     assert json_line(outs[6])["source"] == src
     assert "error" in json_line(outs[7])
+    fj = json_line(outs[8])
+    assert fj["function"] == "zoo"
+    names = [c["name"] for c in fj["closure"]]
+    assert "ZOO" in names and "truth" in names
     # Error lines; lldb's batch mode stops at the first failing command.
-    assert "v8dbg: jsclosure:" in outs[8] and "not a JavaScript function" in outs[8]
+    assert "v8dbg: jsclosure:" in outs[9] and "not a JavaScript function" in outs[9]
     if not lldb:
-        assert "v8dbg: jsprint: 0x9 is not a tagged pointer" in outs[9]
+        assert "v8dbg: jsprint: 0x9 is not a tagged pointer" in outs[10]
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_closure_source_constructor(version: str, frontend: str) -> None:
     d, truth, args = zoo(version)
-    cmds = _closure_cmds(truth, args)
+    cmds = _closure_cmds(truth, args, _zoo_frame(version))
     if frontend == "cli":
         sess = _sess(version, d / "core")
         outs = [sess.run(c.split()[0], c.split()[1:])[0] for c in cmds]
@@ -336,6 +347,25 @@ def test_live_process(version: str, debugger: str) -> None:
         t = node.cpu_time()
         time.sleep(0.5)
         assert node.cpu_time() > t
+
+
+def test_text_rendering() -> None:
+    """Numbers and strings as JavaScript writes them; layout rules of util.inspect."""
+    sys.path.insert(0, str(ROOT))
+    from v8dbg.inspect import js_number, quote, render
+    cases = {1e21: "1e+21", 1e20: "100000000000000000000", 1e-7: "1e-7", 1e-6: "0.000001",
+             123.456: "123.456", -2.0: "-2", 5e-324: "5e-324", 2.0 ** 60: "1152921504606847000"}
+    for x, want in cases.items():
+        assert js_number(x) == want, x
+    assert quote("it's") == '"it\'s"' and quote("a'b\"c") == "`a'b\"c`" and quote("\n") == "'\\n'"
+    n = {"type": "number", "value": 1}
+    nested = {"type": "object", "constructor": "Object", "elements": [], "properties": [
+        {"key": "a", "value": {"type": "object", "constructor": "Object", "elements": [],
+                               "properties": [{"key": "b", "value": n}]}}]}
+    assert render(nested) == "{ a: { b: 1 } }"
+    arr = {"type": "array", "length": 3, "elements": [n, {"type": "hole"}, n],
+           "properties": [{"key": "x y", "value": n}]}
+    assert render(arr) == "[ 1, <1 empty item>, 1, 'x y': 1 ]"
 
 
 # -- hand-built memory ------------------------------------------------------

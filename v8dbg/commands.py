@@ -41,6 +41,9 @@ class _Parser(argparse.ArgumentParser):
     def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
         raise _HelpShown(message or "")
 
+    def print_help(self, file=None) -> None:  # type: ignore[override]
+        """Help is returned as the command's text, for the front end to print."""
+
 
 class _HelpShown(Exception):
     pass

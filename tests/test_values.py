@@ -168,6 +168,8 @@ def _check_object(name: str, t: dict, v: dict, where: str) -> None:
         return
     assert v["type"] == "object", where
     assert v["constructor"] == ctor, where
+    if name == "generator":
+        assert (v["generator"], v["generator_function"]) == ("suspended", "genFn"), where
     keys = [p["key"] for p in v["properties"]]
     assert keys == t["stringKeys"] + t["symbolKeys"], where
     assert [e["index"] for e in v["elements"]] == t["indexKeys"][:100], where
@@ -306,6 +308,17 @@ def test_closure_source_constructor(version: str, frontend: str) -> None:
     else:
         outs = run(frontend, version, d / "core", cmds)
     _check_closures(truth, outs, frontend == "lldb")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_many_captured_variables(version: str) -> None:
+    """80 context locals: the names come from ScopeInfo's hash table."""
+    d, truth, args = zoo(version)
+    sess = _sess(version, d / "core")
+    addr = _addr(args[truth["names"].index("bigclosure")])
+    doc = json.loads(sess.run("jsclosure", ["--json", addr])[0])
+    got = {v["name"]: v["value"].get("value") for v in doc["variables"]}
+    assert all(got.get(f"v{i}") == i for i in range(80)), got
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -752,6 +752,12 @@ class Values:
         if name == "JS_GENERATOR_OBJECT_TYPE" or itype == self._type("JS_GENERATOR_OBJECT_TYPE") \
                 or name in ("JS_ASYNC_GENERATOR_OBJECT_TYPE", "JS_ASYNC_FUNCTION_OBJECT_TYPE"):
             out["generator"] = self._generator_state(v)
+            try:
+                gfn = self.fld(v, "JSGeneratorObject", "function")
+                if self.f.is_function(gfn):
+                    out["generator_function"] = self.function_name(gfn)
+            except (DecodeError, TargetMemoryError):
+                pass
         elif name == "JS_ARGUMENTS_OBJECT_TYPE":
             out["arguments"] = True
         elif name == "JS_GLOBAL_PROXY_TYPE":

@@ -535,7 +535,7 @@ def test_string_cycles(tname: str, length: int) -> None:
     prog = program(FakeBackend({SYNTH // PAGE: bytes(buf)}))
     s = Strings(Heap(prog))
     for obj in (a, b):
-        t0 = time.monotonic()
+        t0 = time.process_time()
         with pytest.raises(V8DbgError):
             s.read(obj, 1 << 20)
-        assert time.monotonic() - t0 < 0.5
+        assert time.process_time() - t0 < 0.5

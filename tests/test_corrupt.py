@@ -338,7 +338,12 @@ def run_debugger(frontend: str, version: str, commands: list[str], core: Path | 
         for c in commands:
             args += ["-o", f"script {mark}", "-o", each(c)]
         args += ["-o", f"script {mark}"]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    for _ in range(2):
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        # lldb has, rarely and under load, exited before running anything: no
+        # command ran, so one more try hides nothing of v8dbg's.
+        if MARK in p.stdout:
+            break
     err = _filter_stderr(p.stderr) if frontend == "gdb" else p.stderr
     parts = p.stdout.split(MARK)[1:]
     outs: list[tuple[str, float]] = []

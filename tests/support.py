@@ -138,8 +138,12 @@ def run_gdb(version: str, commands: list[str], core: Path | None = None, pid: in
         args.append(str(core))
     else:
         args += ["-p", str(pid)]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    return _split(p.stdout + "\n" + _filter_stderr(p.stderr), len(commands))
+    for _ in range(2):
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        out = p.stdout + "\n" + _filter_stderr(p.stderr)
+        if out.count(MARK) >= len(commands):
+            break
+    return _split(out, len(commands))
 
 
 def _filter_stderr(err: str) -> str:
@@ -160,8 +164,23 @@ def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: i
         # Split the mark so lldb's echo of the command line does not contain it.
         half = len(MARK) // 2
         args += ["-o", f"script print('{MARK[:half]}' + '{MARK[half:]}')", "-o", c]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    return _split(p.stdout + "\n" + p.stderr, len(commands))
+    out = _run_debugger(args, len(commands), timeout)
+    return _split(out, len(commands))
+
+
+def _run_debugger(args: list[str], n: int, timeout: float) -> str:
+    """Run a debugger; once more if it died before printing every command's mark.
+
+    lldb has, rarely and under load, exited with no output at all; that is the
+    debugger failing to start, not a result of v8dbg's commands.
+    """
+    out = ""
+    for _ in range(2):
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        out = p.stdout + "\n" + p.stderr
+        if out.count(MARK) >= n:
+            break
+    return out
 
 
 def run(frontend: str, version: str, core: Path, commands: list[str]) -> list[str]:

@@ -171,7 +171,9 @@ def _function(v: dict) -> str:
         ext = f" extends {v['extends']}" if v.get("extends") else ""
         return f"[class {name or '(anonymous)'}{ext}]"
     kind = v.get("kind") or "Function"
-    return f"[{kind}: {name}]" if name else f"[{kind} (anonymous)]"
+    if name:
+        return f"[{kind}: {name}]"
+    return f"[{kind} (anonymous)]"
 
 
 def _prefix(ctor: str | None, tag: str | None, fallback: str, size: str = "") -> str:

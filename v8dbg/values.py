@@ -583,8 +583,15 @@ class Values:
 
     def _function(self, v: int, itype: int, level: int, walk: _Walk) -> Value:
         sfi = self.f.shared(v)
-        out: Value = {"type": "function", "name": self.f.debug_name(sfi),
+        # `name` is what JavaScript's fn.name gives (and util.inspect shows); the name
+        # V8 inferred for an anonymous function (`Module._compile`) comes separately.
+        name = self.f.name(sfi)
+        out: Value = {"type": "function", "name": name,
                       "script": None, "line": None, "column": None}
+        if not name:
+            inferred = self.f.inferred_name(sfi)
+            if inferred:
+                out["inferred_name"] = inferred
         script = self.f.script(sfi)
         if script is not None:
             out["script"] = self.f.script_name(script)
@@ -642,8 +649,20 @@ class Values:
 
     def _bound(self, v: int, level: int, walk: _Walk) -> Value:
         target = self.fld(v, "JSBoundFunction", "bound_target_function")
-        name = self.function_name(target) if self.f.is_function(target) else ""
-        out: Value = {"type": "bound_function", "name": f"bound {name}"}
+        # JavaScript's name: "bound " per level of binding, then the target's own name.
+        prefix, name, t = "bound ", "", target
+        for _ in range(8):
+            if self.h.is_heap(t) and self.h.is_type(t, "JS_BOUND_FUNCTION_TYPE"):
+                prefix += "bound "
+                t = self.fld(t, "JSBoundFunction", "bound_target_function")
+                continue
+            if self.f.is_function(t):
+                try:
+                    name = self.f.name(self.f.shared(t))
+                except (DecodeError, TargetMemoryError):
+                    name = ""
+            break
+        out: Value = {"type": "bound_function", "name": prefix + name}
         if level > walk.opts.depth:
             out["truncated"] = True
             return out

@@ -31,9 +31,13 @@ def _census(prog: Program) -> census.Census:
         return c
     prog_line = Progress("scanning the heap")
     try:
-        return census.scan(prog, prog_line)
+        c = census.scan(prog, prog_line)
     finally:
         prog_line.done()
+    if not c.total_objects:
+        raise V8DbgError(f"no live V8 heap object could be read ({len(c.pages)} heap pages "
+                         "found): the heap in this target is unreadable or damaged")
+    return c
 
 
 def _shapes(prog: Program) -> Shapes:
@@ -169,14 +173,19 @@ def _findjsinstances(p: argparse.ArgumentParser):
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         prog = sess.program()
+        if args.n is not None and args.n < 0:
+            raise V8DbgError("findjsinstances: -n takes a number of addresses >= 0")
         found = instances(prog, args.name)
-        shown = list(found if args.n is None else found[:max(0, args.n)])
+        shown = list(found if args.n is None else found[:args.n])
         data = {"constructor": args.name, "count": len(found),
                 "instances": [hexaddr(a) for a in shown]}
         lines = [hexaddr(a) or "" for a in shown]
         more = len(found) - len(shown)
         lines.append(f"{len(found)} instances of {args.name}"
                      + (f" ({more} not shown)" if more else ""))
+        if not found:
+            lines.append(f"no live object has the constructor name '{args.name}'; "
+                         "findjsobjects lists the names on the heap")
         return Result(data, "\n".join(lines))
 
     return run
@@ -512,8 +521,9 @@ def node_info(prog: Program) -> dict:
     info: dict = {"node_version": None, "v8_version": prog.md.version_text, "pid": None,
                   "argv": None, "exec_argv": None, "exec_path": None}
     if proc is None:
-        info["pid"] = prog.backend.pid()
-        return info
+        raise V8DbgError(f"node's process object was not found on the heap (V8 "
+                         f"{prog.md.version_text}, pid {prog.backend.pid()}, from the binary "
+                         "and the core)")
 
     def text(val: int | None) -> str | None:
         if val is None or not h.is_heap(val) or not v.is_string(val):

@@ -28,6 +28,8 @@ def _check_pointer(vals: Values, addr: int, what: str) -> None:
                              "nor a small integer (low 32 bits zero)")
         return
     if not h.is_heap(addr):
+        if addr & vals.h.tag_mask == vals.h.heap_tag:
+            raise V8DbgError(f"{what}: 0x{addr:x} is too low to be a V8 heap pointer")
         raise V8DbgError(f"{what}: 0x{addr:x} is not a tagged pointer (a V8 heap pointer ends "
                          "in binary 01; a small integer in 0)")
     try:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from .errors import TargetMemoryError, V8DbgError
 from .heap import Heap
 from .program import Program
+from .target import proc_map_lines
 
 PAGE_SIZE_LIMIT = 1 << 30  # a large-object page may be big, not bigger than this
 MAX_PAGES = 200000
@@ -148,21 +149,8 @@ def regions(prog: Program) -> list[tuple[int, int]]:
 
 def proc_regions(pid: int) -> list[tuple[int, int]]:
     """Readable mappings of a live process on this machine."""
-    out = []
-    try:
-        with open(f"/proc/{pid}/maps") as fh:
-            lines = fh.readlines()
-    except OSError:
-        return out
-    for line in lines[:200000]:
-        parts = line.split(None, 5)
-        if len(parts) < 2 or not parts[1].startswith("r"):
-            continue
-        if len(parts) >= 6 and parts[5].strip() in ("[vvar]", "[vsyscall]"):
-            continue
-        lo, hi = parts[0].split("-")
-        out.append((int(lo, 16), int(hi, 16)))
-    return out
+    return [(lo, hi) for lo, hi, perms, _off, path in proc_map_lines(pid)
+            if perms.startswith("r") and path.strip() not in ("[vvar]", "[vsyscall]")]
 
 
 def core_regions(path: str) -> list[tuple[int, int]]:

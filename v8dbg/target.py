@@ -185,21 +185,31 @@ class Memory:
         return struct.unpack("<d", self.read(address, 8))[0]
 
 
-def proc_maps(pid: int) -> list[Mapping]:
-    """File mappings of a live process on this machine, from /proc/PID/maps."""
-    out: list[Mapping] = []
+def proc_map_lines(pid: int) -> list[tuple[int, int, str, int, str]]:
+    """(start, end, permissions, file offset, path) of each line of /proc/PID/maps."""
+    out: list[tuple[int, int, str, int, str]] = []
     try:
         with open(f"/proc/{pid}/maps") as fh:
             lines = fh.readlines()
     except OSError:
         return out
-    for line in lines[:100000]:
+    for line in lines[:200000]:
         parts = line.split(None, 5)
-        if len(parts) < 6 or not parts[5].startswith("/"):
+        if len(parts) < 5:
             continue
-        lo, hi = parts[0].split("-")
-        out.append(Mapping(int(lo, 16), int(hi, 16), int(parts[2], 16), parts[5].rstrip("\n")))
+        try:
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            off = int(parts[2], 16)
+        except ValueError:
+            continue
+        out.append((lo, hi, parts[1], off, parts[5].rstrip("\n") if len(parts) == 6 else ""))
     return out
+
+
+def proc_maps(pid: int) -> list[Mapping]:
+    """File mappings of a live process on this machine."""
+    return [Mapping(lo, hi, off, path) for lo, hi, _perms, off, path in proc_map_lines(pid)
+            if path.startswith("/")]
 
 
 def parse_gdb_mappings(text: str) -> list[Mapping]:

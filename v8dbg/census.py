@@ -88,6 +88,7 @@ class _Layout:
         try:
             self.align = c.get("PageAlignment", 1 << 18)
             self.meta_ptr = c["PageMetadataPointer"]  # 0: header fields are in the page
+            self.meta_chunk = c.get("PageMetadataChunk", 0)
             self.flags = c["PageFlags"]
             self.heap = c["PageHeap"]
             self.area_start = c["PageAreaStart"]
@@ -355,7 +356,7 @@ def _link(prog: Program, p: Page, off: int, lay: _Layout) -> int:
         return 0
     if lay.meta_ptr:
         try:
-            return prog.mem.u64(v + 8)
+            return prog.mem.u64(v + lay.meta_chunk)
         except TargetMemoryError:
             return 0
     return v

@@ -336,8 +336,8 @@ class _RefFinder:
                 kind = "map" if name == "JS_MAP_TYPE" else "set"
                 out.append(Ref(owner, kind, self._ctor(owner), self._table_via(arr, index, kind)))
                 continue
-            elems = self.h.field_at(owner, 16)
-            props = self.h.field_at(owner, 8)
+            elems = self.h.field(owner, "JSObject", "elements")
+            props = self.h.field(owner, "JSReceiver", "raw_properties_or_hash")
             if elems == arr:
                 kind = "array" if name == "JS_ARRAY_TYPE" else "object"
                 out.append(Ref(owner, kind, self._ctor(owner), self._element_via(arr, t, index)))
@@ -534,8 +534,8 @@ def node_info(prog: Program) -> dict:
         if val is None or not h.is_heap(val):
             return None
         try:
-            n = h.smi(h.field_at(val, 24))
-            items = h.array_items(h.field_at(val, 16), min(max(n, 0), 4096))
+            n = h.smi(h.field(val, "JSArray", "length"))
+            items = h.array_items(h.field(val, "JSObject", "elements"), min(max(n, 0), 4096))
         except (DecodeError, TargetMemoryError):
             return None
         return [text(x) or "" for x in items[:n]]
@@ -551,7 +551,7 @@ def node_info(prog: Program) -> dict:
         info["pid"] = h.smi(pid)
     elif pid is not None and h.is_heap(pid):
         try:
-            info["pid"] = int(h.mem.f64(pid - 1 + 8))
+            info["pid"] = int(h.mem.f64(pid - 1 + h.md.off("HeapNumber", "value")))
         except TargetMemoryError:
             pass
     if info["pid"] is None:

@@ -65,6 +65,13 @@ COMMON: dict[str, Any] = {
         ("JSArrayBufferView", "bit_field"): 48,
         ("JSDataView", "data_pointer"): 56,
         ("CallSiteInfo", "function"): 16,
+        ("DescriptorArray", "number_of_all_descriptors"): 8,  # u16
+        ("PropertyArray", "data"): 16,
+        ("FixedDoubleArray", "data"): 16,
+        ("SloppyArgumentsElements", "arguments"): 24,
+        ("ClassPositions", "start"): 8,
+        ("ClassPositions", "end"): 16,
+        ("ExternalString", "resource_data"): 24,  # V8's cached character pointer
     },
 }
 
@@ -206,7 +213,8 @@ for _key, _extra in _VALUES.items():
 _PAGE_INLINE_OLD = dict(PageMetadataPointer=0, PageFlags=8, PageHeap=16, PageAreaStart=24,
                         PageAreaEnd=32, PageOwner=64)
 _PAGE_META = dict(PageMetadataPointer=8, PageFlags=0, PageHeap=64, PageAreaStart=72,
-                  PageAreaEnd=56, PageOwner=80, PageListNext=264, PageListPrev=272)
+                  PageAreaEnd=56, PageOwner=80, PageListNext=264, PageListPrev=272,
+                  PageMetadataChunk=8)  # the metadata's link back to its page
 _HEAP_PAGES: dict[tuple[int, int], dict[str, int]] = {
     (10, 2): dict(_PAGE_INLINE_OLD, PageListNext=232, PageListPrev=240),
     (11, 3): dict(_PAGE_INLINE_OLD, PageListNext=264, PageListPrev=272),

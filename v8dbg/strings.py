@@ -60,6 +60,7 @@ class Strings:
         self.o_offset = md.off("SlicedString", "offset")
         self.o_actual = md.off("ThinString", "actual")
         self.o_resource = md.off("ExternalString", "resource")
+        self.o_resource_data = md.off("ExternalString", "resource_data")
         # node's external string resources keep their data pointer here.
         self.o_res_data = md.node.get("offset_ExternalString__data__uintptr_t", 8)
 
@@ -154,7 +155,7 @@ class Strings:
         """
         h = self.h
         resource = h.mem.u64(s - 1 + self.o_resource)
-        cached = h.mem.u64(s - 1 + self.o_resource + 8)
+        cached = h.mem.u64(s - 1 + self.o_resource_data)
         if cached and h.mem.readable(cached, 1):
             return cached
         if resource:

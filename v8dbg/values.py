@@ -208,7 +208,7 @@ class Values:
         descs = self.fld(m, "Map", "instance_descriptors")
         if not self.h.is_heap(descs):
             raise DecodeError(f"object 0x{obj:x} has no descriptor array")
-        total = self.mem.u16(descs - 1 + 8)
+        total = self.mem.u16(descs - 1 + self.off("DescriptorArray", "number_of_all_descriptors"))
         if n > total:
             raise DecodeError(f"descriptor array 0x{descs:x} is shorter than its map says")
         header = md.off("DescriptorArray", "header_size")
@@ -254,7 +254,7 @@ class Values:
         n = self.h.smi(lh) & 0x3FF if self.h.is_smi(lh) else 0
         if not 0 <= i < n:
             raise DecodeError(f"property {i} is outside the property array of 0x{obj:x}")
-        return self.mem.u64(arr - 1 + 16 + 8 * i)
+        return self.mem.u64(arr - 1 + self.off("PropertyArray", "data") + 8 * i)
 
     def _dictionary_properties(self, obj: int, cap: int) -> list[Prop]:
         table = self.fld(obj, "JSReceiver", "raw_properties_or_hash")
@@ -369,14 +369,14 @@ class Values:
             n = min(self.fixed_length(elems), limit)
             if n == 0:
                 return []
-            raw = self.mem.read(elems - 1 + 16, 8 * n)
+            raw = self.mem.read(elems - 1 + self.off("FixedDoubleArray", "data"), 8 * n)
             ws = struct.unpack(f"<{n}Q", raw)
             return [(i, None if w == DOUBLE_HOLE else struct.unpack("<d", struct.pack("<Q", w))[0])
                     for i, w in enumerate(ws)]
         if kind in (self.ek_dictionary + 1, self.ek_dictionary + 2):  # sloppy arguments
             if self.fixed_length(elems) < 2:
                 return []
-            elems = self.mem.u64(elems - 1 + 24)
+            elems = self.mem.u64(elems - 1 + self.off("SloppyArgumentsElements", "arguments"))
             if not self.h.is_heap(elems):
                 return []
             t = self.itype(elems)
@@ -639,8 +639,8 @@ class Values:
                 if p.accessor or not self.h.is_heap(p.value) or not self.is_symbol(p.key):
                     continue
                 if self.itype(p.value) == cp_type:
-                    a = self.mem.u64(p.value - 1 + 8)
-                    b = self.mem.u64(p.value - 1 + 16)
+                    a = self.mem.u64(p.value - 1 + self.off("ClassPositions", "start"))
+                    b = self.mem.u64(p.value - 1 + self.off("ClassPositions", "end"))
                     if self.h.is_smi(a) and self.h.is_smi(b):
                         return self.h.smi(a), self.h.smi(b)
         except (DecodeError, TargetMemoryError):
@@ -870,7 +870,8 @@ class Values:
         # Read in chunks so a huge table with few wanted entries stays cheap.
         while i < used and len(out) < cap:
             chunk = min(used - i, 256)
-            raw = self.mem.read(table - 1 + 16 + 8 * (first + i * entry_size), 8 * chunk * entry_size)
+            raw = self.mem.read(table - 1 + self.off("FixedArray", "data")
+                                + 8 * (first + i * entry_size), 8 * chunk * entry_size)
             ws = struct.unpack(f"<{chunk * entry_size}Q", raw)
             for j in range(chunk):
                 e = ws[j * entry_size:(j + 1) * entry_size]

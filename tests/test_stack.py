@@ -106,7 +106,7 @@ def results(frontend: str, version: str, cores) -> dict:
             if v != version:
                 continue
             cmds = ["jsstack --json", "jsstack -v --json", "jsstack -a --json", "jsstack -n 3",
-                    "jsframe 6", "jsframe 999"]
+                    "jsframe 6", "jsframe 7", "jsframe 8", "jsframe 9", "jsframe 999"]
             per[t] = dict(zip(cmds, run(frontend, v, d / "core", cmds)))
         _results[key] = per
     return _results[key]
@@ -154,7 +154,20 @@ def test_jsstack_args_and_internal_frames(frontend, version, cores):
     assert "EntryFrame" in kinds
     text = out["jsstack -n 3"].splitlines()
     assert len([l for l in text if l.startswith("#")]) == 3
-    assert "die at" in out["jsframe 6"] or "leaf at" in out["jsframe 6"] or "#6" in out["jsframe 6"]
+    js_checked = 0
+    for n in (6, 7, 8, 9):
+        fr = next(f for f in full["frames"] if f["index"] == n)
+        text = out[f"jsframe {n}"]
+        head = text.splitlines()[0]
+        assert head.startswith(f"#{n} ")
+        if fr["kind"] == "js" and fr["script"]:
+            name = ("new " if fr.get("constructor") else "") + (fr["function"] or "(anonymous)")
+            assert f"{name} at {fr['script']}:{fr['line']}:{fr['column']}" in head
+            assert any(l.lstrip().startswith(f"> {fr['line']:5} ") for l in text.splitlines())
+            js_checked += 1
+        elif fr["kind"] == "native":
+            assert (fr["symbol"] or "??") in head
+    assert js_checked >= 1
     assert out["jsframe 999"].splitlines()[-1].startswith(("v8dbg: jsframe: no frame 999",
                                                            "error: v8dbg: jsframe: no frame 999"))
 

@@ -408,7 +408,7 @@ class _Classifier:
         self.weaklist = t.get("WEAK_ARRAY_LIST_TYPE")
         self.bytecode = t.get("BYTECODE_ARRAY_TYPE")
         self.bytecode_header = md.fields.get(("BytecodeArray", "data"), 56)
-        self.nonstring = md.const("FirstNonstringType", 128)
+        self.nonstring = md.const("FirstNonstringType")
         self.o_isw = md.fields.get(("Map", "instance_size_in_words"),
                                    md.fields.get(("Map", "instance_size"), 8))
         self.o_type = md.off("Map", "instance_type")

@@ -40,7 +40,7 @@ class Codes:
         self.md = md
         self.t_istream = md.types.get("INSTRUCTION_STREAM_TYPE")
         self.t_code = md.types.get("CODE_TYPE")
-        self.baseline = md.const("CodeKindBaseline", -100)
+        self.baseline = md.const("CodeKindBaseline")
         self._cache: dict[int, CodeInfo | None] = {}
 
     # -- finding code --------------------------------------------------
@@ -60,13 +60,13 @@ class Codes:
 
     def _info(self, code: int) -> CodeInfo:
         h, md = self.h, self.md
-        if md.const("CodeInstructionsInline", 0):
+        if md.const("CodeInstructionsInline"):
             start = code - 1 + md.off("Code", "instruction_start")
         else:
             start = h.mem.u64(code - 1 + md.off("Code", "instruction_start"))
         size = h.mem.i32(code - 1 + md.off("Code", "instruction_size"))
         flags = h.mem.u32(code - 1 + md.off("Code", "flags"))
-        kind = (flags >> md.const("CodeKindFieldShift", 0)) & md.const("CodeKindFieldMask", 15)
+        kind = (flags >> md.const("CodeKindFieldShift")) & md.const("CodeKindFieldMask")
         return CodeInfo(code, start, size, kind)
 
     def _from_function(self, fn: int, pc: int) -> CodeInfo | None:
@@ -155,7 +155,7 @@ class Codes:
         pc_off = mf.pc - info.start - 1
         raw = None
         for code_off, src, _stmt in iter_position_table(table, 0,
-                                                        md.const("PositionTableEncoding", 1)):
+                                                        md.const("PositionTableEncoding")):
             if code_off > pc_off:
                 break
             raw = src
@@ -204,7 +204,7 @@ class Codes:
         entry = 16
         if (iid + 1) * entry > n:
             raise DecodeError(f"inlining id {iid} out of range")
-        raw = h.mem.read(positions - 1 + md.const("ByteArrayDataOffset", 16) + iid * entry, entry)
+        raw = h.mem.read(positions - 1 + md.const("ByteArrayDataOffset") + iid * entry, entry)
         parent_raw, fid = struct.unpack_from("<qi", raw, 0)
         literals = h.array_get(deopt, md.const("DeoptimizationDataLiteralArrayIndex"))
         s = h.strong(h.array_get(literals, fid))

@@ -66,11 +66,11 @@ class StackDecoder:
         self.f = Functions(self.h, self.s)
         md = prog.md
         self.md = md
-        self.off_marker = md.const("off_fp_context_or_frame_type", md.const("off_fp_context", -8))
-        self.off_function = md.const("off_fp_function", -16)
-        self.off_args = md.const("off_fp_args", 16)
-        self.off_bc_array = md.const("off_fp_bytecode_array", -32)
-        self.off_bc_offset = md.const("off_fp_bytecode_offset", -40)
+        self.off_marker = md.const("off_fp_context_or_frame_type", md.const("off_fp_context"))
+        self.off_function = md.const("off_fp_function")
+        self.off_args = md.const("off_fp_args")
+        self.off_bc_array = md.const("off_fp_bytecode_array")
+        self.off_bc_offset = md.const("off_fp_bytecode_offset")
         self.frame_types = {v: k[len("frametype_"):] for k, v in md.consts.items()
                             if k.startswith("frametype_")}
         self.code = codes.Codes(prog, self.h, self.f)
@@ -141,7 +141,7 @@ class StackDecoder:
         if self.frame_types.get(marker) not in ("BuiltinExitFrame",):
             return None
         try:
-            fn = self.prog.mem.u64(base.fp + self.md.const("BuiltinExitFrameTargetOffset", 24))
+            fn = self.prog.mem.u64(base.fp + self.md.const("BuiltinExitFrameTargetOffset"))
             if not self.f.is_function(fn):
                 return None
             sfi = self.f.shared(fn)
@@ -219,8 +219,7 @@ class StackDecoder:
         obj = receiver
         for _ in range(MAX_PROTOTYPES):
             try:
-                if not h.instance_type(obj) >= self.md.const("FirstJSReceiverType", 0) or \
-                        not h.type_name(h.instance_type(obj)).startswith("JS_"):
+                if not h.type_name(h.instance_type(obj)).startswith("JS_"):
                     return None
                 for p in vals.own_properties(obj, 256):
                     if not p.accessor and p.value == fn and self.s.is_string(p.key):
@@ -248,7 +247,7 @@ class StackDecoder:
         if off_argc is not None:
             try:
                 argc = mem.u64(fr.fp + off_argc)
-                if self.md.const("ArgcIncludesReceiver", 0):
+                if self.md.const("ArgcIncludesReceiver"):
                     argc -= 1
                 if not 0 <= argc <= MAX_ARGS:
                     argc = None

@@ -235,7 +235,7 @@ class Functions:
         """Formal parameters, not counting the receiver."""
         n = self.h.mem.u16(sfi - 1 + self.md.off("SharedFunctionInfo",
                                                  "internal_formal_parameter_count"))
-        if self.md.const("ParameterCountIncludesReceiver", 0):
+        if self.md.const("ParameterCountIncludesReceiver"):
             n -= 1
         return max(n, 0)
 
@@ -254,8 +254,8 @@ class Functions:
         return self.script_offset(best)
 
     def positions(self, table: bytes):
-        return iter_position_table(table, self.md.const("PositionTableStart", 0),
-                                   self.md.const("PositionTableEncoding", 1))
+        return iter_position_table(table, self.md.const("PositionTableStart"),
+                                   self.md.const("PositionTableEncoding"))
 
     def script_offset(self, raw: int) -> int:
         """The script offset held in a position-table value.
@@ -263,7 +263,7 @@ class Functions:
         Newer V8 stores whole SourcePosition words (offset + 1 above an
         'external' bit, inlining id above that); older V8 plain offsets.
         """
-        if self.md.const("PositionTableRaw", 0):
+        if self.md.const("PositionTableRaw"):
             return ((raw >> 1) & 0x3FFFFFFF) - 1
         return raw
 
@@ -280,7 +280,7 @@ class Functions:
             tt = h.instance_type(t)
             if h.has_type(tt, "BYTE_ARRAY_TYPE", "TRUSTED_BYTE_ARRAY_TYPE"):
                 n = h.array_length(t, MAX_TABLE_BYTES)
-                return h.mem.read(t - 1 + self.md.const("ByteArrayDataOffset", 16), n)
+                return h.mem.read(t - 1 + self.md.const("ByteArrayDataOffset"), n)
             if h.has_type(tt, "SOURCE_POSITION_TABLE_WITH_FRAME_CACHE_TYPE") and \
                     self.md.has("SourcePositionTableWithFrameCache", "source_position_table"):
                 t = h.field(t, "SourcePositionTableWithFrameCache", "source_position_table")

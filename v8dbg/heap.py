@@ -24,10 +24,11 @@ class Heap:
         self.md = prog.md
         self.mem = prog.mem
         md = self.md
-        self.smi_shift = md.const("SmiShiftSize", 31) + md.const("SmiTagSize", 1) \
-            if "SmiTagSize" in md.consts else 32
-        self.tag_mask = md.const("HeapObjectTagMask", 3)
-        self.heap_tag = md.const("HeapObjectTag", 1)
+        # A Smi's value sits above its tag bit(s) and the shift (31 + 1 without
+        # pointer compression).
+        self.smi_shift = md.const("SmiShiftSize") + md.const("SmiTagMask").bit_length()
+        self.tag_mask = md.const("HeapObjectTagMask")
+        self.heap_tag = md.const("HeapObjectTag")
         self.o_map = md.off("HeapObject", "map")
         self.o_itype = md.off("Map", "instance_type")
         self.o_fa_len = md.off("FixedArrayBase", "length")
@@ -108,7 +109,7 @@ class Heap:
         return any(self.md.types.get(n) == itype for n in names)
 
     def is_string_type(self, itype: int) -> bool:
-        return itype < self.md.const("FirstNonstringType", 128)
+        return itype < self.md.const("FirstNonstringType")
 
     def is_valid_object(self, obj: int) -> bool:
         """Cheap plausibility: tagged, readable, its map's map is a map."""

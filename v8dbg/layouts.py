@@ -26,6 +26,12 @@ COMMON: dict[str, Any] = {
         "ScopeInfoVarsOffset": 32,
         "ScopeInfoPositionsFirst": 0,  # 1: start/end sit before the variable part
         "ScopeInfoMaxInlinedLocals": 75,
+        "ScopeInfoModuleCountFirst": 1,  # module variable count before the variables
+        "CodeInstructionsInline": 0,  # 1: instructions follow the Code header (V8 10)
+        "BuiltinExitFrameTargetOffset": 24,  # the JSFunction in a BuiltinExitFrame, from fp
+        "ErrorStackFrameSlots": 0,  # >0: an unformatted error stack is a flat list
+        "ErrorStackFrameFunction": 2,
+        "JSDateValueIsRaw": 0,  # 1: JSDate keeps a raw float64, not a tagged number
     },
     "fields": {
         ("Script", "line_offset"): 24,

@@ -38,8 +38,8 @@ class ScopeInfo:
         self.flags = heap.smi(raw) if heap.is_smi(raw) and md.const("ScopeInfoPositionsFirst") == 0 \
             else raw & 0xFFFFFFFF
         # A module scope's variable part starts with its module variable count.
-        self.base = 1 if (self.flags & 0xF) == md.const("ScopeTypeModule", -1) and \
-            md.const("ScopeInfoModuleCountFirst", 1) else 0
+        self.base = 1 if (self.flags & 0xF) == md.const("ScopeTypeModule") and \
+            md.const("ScopeInfoModuleCountFirst") else 0
         self.params = self._smi_at(md.const("ScopeInfoParamsOffset"))
         self.nlocals = self._smi_at(md.const("ScopeInfoLocalsOffset"))
         if not 0 <= self.nlocals <= MAX_LOCALS:

@@ -43,14 +43,14 @@ class Strings:
     def __init__(self, heap: Heap) -> None:
         self.h = heap
         md = heap.md
-        self.rep_mask = md.const("StringRepresentationMask", 7)
-        self.enc_mask = md.const("StringEncodingMask", 8)
-        self.seq = md.const("SeqStringTag", 0)
-        self.cons = md.const("ConsStringTag", 1)
-        self.ext = md.const("ExternalStringTag", 2)
-        self.sliced = md.const("SlicedStringTag", 3)
-        self.thin = md.const("ThinStringTag", 5)
-        self.one_byte_tag = md.const("OneByteStringTag", 8)
+        self.rep_mask = md.const("StringRepresentationMask")
+        self.enc_mask = md.const("StringEncodingMask")
+        self.seq = md.const("SeqStringTag")
+        self.cons = md.const("ConsStringTag")
+        self.ext = md.const("ExternalStringTag")
+        self.sliced = md.const("SlicedStringTag")
+        self.thin = md.const("ThinStringTag")
+        self.one_byte_tag = md.const("OneByteStringTag")
         self.o_len = md.off("String", "length")
         self.o_chars1 = md.off("SeqOneByteString", "chars")
         self.o_chars2 = md.off("SeqTwoByteString", "chars")

@@ -101,7 +101,7 @@ class Values:
         self.heap_number_type = self.t.get("HEAP_NUMBER_TYPE")
         self._kinds = {md.consts[k]: k[len("ElementsKind"):-len("Array")]
                        for k in md.consts if k.startswith("ElementsKind") and k.endswith("Array")}
-        self.ek_dictionary = md.const("elements_dictionary_elements", 13)
+        self.ek_dictionary = md.const("elements_dictionary_elements")
         self._ctor_cache: dict[int, str | None] = {}
 
     # -- small helpers --------------------------------------------------
@@ -212,7 +212,7 @@ class Values:
         if n > total:
             raise DecodeError(f"descriptor array 0x{descs:x} is shorter than its map says")
         header = md.off("DescriptorArray", "header_size")
-        size = md.const("prop_desc_size", 3)
+        size = md.const("prop_desc_size")
         raw = self.mem.read(descs - 1 + header, 8 * size * n)
         words = struct.unpack(f"<{size * n}Q", raw)
         isw = self.u8(m, self.off("Map", "instance_size_in_words"))
@@ -221,19 +221,19 @@ class Values:
         out: list[Prop] = []
         props_arr: int | None = None
         for i in range(n):
-            key = words[i * size + md.const("prop_desc_key", 0)]
-            details_w = words[i * size + md.const("prop_desc_details", 1)]
-            slot = words[i * size + md.const("prop_desc_value", 2)]
+            key = words[i * size + md.const("prop_desc_key")]
+            details_w = words[i * size + md.const("prop_desc_details")]
+            slot = words[i * size + md.const("prop_desc_value")]
             if not self.h.is_smi(details_w):
                 raise DecodeError(f"descriptor array 0x{descs:x} has bad details")
             details = self.h.smi(details_w)
-            accessor = (details & md.const("prop_kind_mask", 1)) == md.const("prop_kind_Accessor", 1)
+            accessor = (details & md.const("prop_kind_mask")) == md.const("prop_kind_Accessor")
             attrs = (details & md.const("prop_attributes_mask", 0x1C)) >> md.const(
                 "prop_attributes_shift", 2)
-            enumerable = not attrs & md.const("prop_attributes_DONT_ENUM", 2)
-            location = (details & md.const("prop_location_mask", 0x20)) >> md.const(
+            enumerable = not attrs & md.const("prop_attributes_DONT_ENUM")
+            location = (details & md.const("prop_location_mask")) >> md.const(
                 "prop_location_shift", 5)
-            if location == md.const("prop_location_Descriptor", 1):
+            if location == md.const("prop_location_Descriptor"):
                 value = slot
             else:
                 index = (details & md.const("prop_index_mask", 0x1FF80000)) >> md.const(
@@ -266,7 +266,7 @@ class Values:
         if self._type("NAME_DICTIONARY_TYPE") is not None and t != self._type("NAME_DICTIONARY_TYPE"):
             raise DecodeError(f"object 0x{obj:x}: unsupported property table "
                               f"({self.tname(t)})")
-        start = 3 + self.md.const("namedictionaryshape_prefix_size", 3)
+        start = 3 + self.md.const("namedictionaryshape_prefix_size")
         entries = self._hash_entries(table, start, 3)
         out = []
         for key, value, det in entries:
@@ -353,7 +353,7 @@ class Values:
         if not self.h.is_heap(elems):
             return []
         if kind == self.ek_dictionary:
-            start = 3 + self.md.const("numberdictionaryshape_prefix_size", 1)
+            start = 3 + self.md.const("numberdictionaryshape_prefix_size")
             out = []
             for key, value, _det in self._hash_entries(elems, start, 3):
                 if self.h.is_smi(key):
@@ -386,7 +386,7 @@ class Values:
         return list(enumerate(words))
 
     def _element_words_dict(self, elems: int, limit: int) -> list[tuple[int, Any]]:
-        start = 3 + self.md.const("numberdictionaryshape_prefix_size", 1)
+        start = 3 + self.md.const("numberdictionaryshape_prefix_size")
         out = [(self.h.smi(k), v) for k, v, _ in self._hash_entries(elems, start, 3)
                if self.h.is_smi(k)]
         out.sort(key=lambda e: e[0])
@@ -831,7 +831,7 @@ class Values:
         return "suspended" if c >= 0 else ("executing" if c == -1 else "closed")
 
     def _date(self, v: int) -> Any:
-        if self.md.const("JSDateValueIsRaw", 0):
+        if self.md.const("JSDateValueIsRaw"):
             d = self.f64(v, self.off("JSDate", "value"))
         else:
             w = self.fld(v, "JSDate", "value")
@@ -1023,10 +1023,10 @@ class Values:
         if not h.is_heap(arr) or not h.is_type(arr, "FIXED_ARRAY_TYPE"):
             return []
         names: list[str] = []
-        slots = self.md.const("ErrorStackFrameSlots", 0)
+        slots = self.md.const("ErrorStackFrameSlots")
         if slots:
             items = self.fixed_items(arr, 200 * slots)
-            fns = items[self.md.const("ErrorStackFrameFunction", 2)::slots]
+            fns = items[self.md.const("ErrorStackFrameFunction")::slots]
         else:
             fns = []
             for item in self.fixed_items(arr, 200):
@@ -1047,8 +1047,8 @@ class Values:
         if not self.f.is_function(fn):
             raise DecodeError(f"0x{fn:x} is not a JavaScript function")
         ctx = self.fld(fn, "JSFunction", "context")
-        lo = self.md.const("FirstContextType", 0)
-        hi = self.md.const("LastContextType", 0)
+        lo = self.md.const("FirstContextType")
+        hi = self.md.const("LastContextType")
         native = self._type("NATIVE_CONTEXT_TYPE")
         out: list[dict] = []
         for _ in range(max_scopes):
@@ -1061,14 +1061,14 @@ class Values:
             slots = self.fixed_items(ctx, min(n, 1 << 16))
             if len(slots) < 2:
                 break
-            si = slots[self.md.const("context_idx_scope_info", 0)]
+            si = slots[self.md.const("context_idx_scope_info")]
             if h.is_heap(si) and h.is_type(si, "SCOPE_INFO_TYPE"):
                 for local in ScopeInfo(h, self.s, si).context_locals():
                     if 0 <= local.slot < len(slots):
                         val = self.decode(slots[local.slot], depth, strlen, max_props)
                         out.append({"name": local.name, "value": val,
                                     "context": hexaddr(ctx)})
-            ctx = slots[self.md.const("context_idx_prev", 1)]
+            ctx = slots[self.md.const("context_idx_prev")]
         return out
 
     def function_source(self, fn: int, limit: int = 1 << 20) -> tuple[str, int, int]:

@@ -27,6 +27,7 @@ MAX_CHAIN = 64  # maps / prototypes followed
 MAX_VALUES = 20000  # values produced by one decode
 MAX_BIGINT_DIGITS = 4096  # 64-bit digits
 MAX_KEY = 1000  # characters of a property key (keys are never cut at STRLEN)
+KEY_CACHE_LIMIT = 1 << 17  # entries of each key cache
 DOUBLE_HOLE = 0xFFF7FFFFFFF7FFFF
 
 # util.inspect's order of RegExp flag letters, with V8's flag bits.
@@ -103,6 +104,11 @@ class Values:
                        for k in md.consts if k.startswith("ElementsKind") and k.endswith("Array")}
         self.ek_dictionary = md.const("elements_dictionary_elements")
         self._ctor_cache: dict[int, str | None] = {}
+        # Hash-table keys and property keys recur across many objects; their
+        # kind and text are read once per target state (bounded caches).
+        self._empty_key: dict[int, bool] = {}
+        self._symbol_key: dict[int, bool] = {}
+        self._key_text: dict[tuple[int, int], str | None] = {}
 
     # -- small helpers --------------------------------------------------
 
@@ -165,6 +171,16 @@ class Values:
 
     def key_text(self, key: int, limit: int = 200) -> str | None:
         """Property key as shown: a string, `Symbol(desc)`, or None for private symbols."""
+        ck = (key, limit)
+        if ck in self._key_text:
+            return self._key_text[ck]
+        text = self._key_text_uncached(key, limit)
+        if len(self._key_text) >= KEY_CACHE_LIMIT:
+            self._key_text.clear()
+        self._key_text[ck] = text
+        return text
+
+    def _key_text_uncached(self, key: int, limit: int) -> str | None:
         h = self.h
         if h.is_smi(key):
             return str(h.smi(key))
@@ -194,9 +210,8 @@ class Values:
             props = self._dictionary_properties(obj, cap)
         else:
             props = self._fast_properties(obj, m, bf3, cap)
-        strings = [p for p in props if not self.is_symbol(p.key)]
-        symbols = [p for p in props if self.is_symbol(p.key)]
-        return strings + symbols
+        sym = [self._is_symbol_key(p.key) for p in props]
+        return [p for p, s in zip(props, sym) if not s] + [p for p, s in zip(props, sym) if s]
 
     def _fast_properties(self, obj: int, m: int, bf3: int, cap: int) -> list[Prop]:
         md = self.md
@@ -310,13 +325,31 @@ class Values:
         out = []
         for i in range(capacity):
             e = tuple(words[start + i * size: start + (i + 1) * size])
-            k = e[0]
-            if self.h.is_heap(k):
-                name = self.h.oddball_name(k)
-                if name in ("undefined", "hole"):
-                    continue
+            if self._is_empty_key(e[0]):
+                continue
             out.append(e)
         return out
+
+    def _is_symbol_key(self, k: int) -> bool:
+        v = self._symbol_key.get(k)
+        if v is None:
+            v = self.is_symbol(k)
+            if len(self._symbol_key) >= KEY_CACHE_LIMIT:
+                self._symbol_key.clear()
+            self._symbol_key[k] = v
+        return v
+
+    def _is_empty_key(self, k: int) -> bool:
+        """True for the undefined / the-hole markers of an empty or deleted entry."""
+        if not self.h.is_heap(k):
+            return False
+        v = self._empty_key.get(k)
+        if v is None:
+            v = self.h.oddball_name(k) in ("undefined", "hole")
+            if len(self._empty_key) >= KEY_CACHE_LIMIT:
+                self._empty_key.clear()
+            self._empty_key[k] = v
+        return v
 
     def own_data_property(self, obj: int, key_name: str | None = None,
                           symbol_desc: str | None = None) -> int | None:

@@ -31,6 +31,7 @@ from .target import proc_map_lines
 
 PAGE_SIZE_LIMIT = 1 << 30  # a large-object page may be big, not bigger than this
 MAX_PAGES = 200000
+MIN_HEAP_PAGES = 3
 MAX_REGION_PROBES = 4 << 20
 LAB_SEARCH_BEFORE = 0x20000
 LAB_SEARCH_AFTER = 0x1000
@@ -170,8 +171,11 @@ def core_regions(path: str) -> list[tuple[int, int]]:
 
 # -- finding pages -----------------------------------------------------------
 
-def find_pages(prog: Program, lay: _Layout) -> tuple[int, list[Page]]:
-    """Every V8 page of the target's (one) heap, and that Heap's address."""
+def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
+    """Every V8 page of the target, grouped by the Heap (one per isolate) that owns it."""
+    cached = prog.cache.get("census_heaps")
+    if isinstance(cached, dict):
+        return cached
     backend = bulk(prog)
     cands: list[Page] = []
 
@@ -205,12 +209,26 @@ def find_pages(prog: Program, lay: _Layout) -> tuple[int, list[Page]]:
     if not cands:
         raise V8DbgError("found no V8 heap pages in the target's memory"
                          " (is the core complete?)")
-    counts: dict[int, int] = {}
-    for p in cands:
-        counts[p.heap] = counts.get(p.heap, 0) + 1
-    heap = max(counts, key=lambda k: counts[k])
-    pages = [p for p in cands if p.heap == heap][:MAX_PAGES]
-    return heap, pages
+    heaps: dict[int, list[Page]] = {}
+    for p in cands[:MAX_PAGES]:
+        heaps.setdefault(p.heap, []).append(p)
+    # A stray word pair that looks like a page header names a "heap" of one
+    # page; a real isolate has at least a few pages of each of its spaces.
+    real = {h: ps for h, ps in heaps.items() if len(ps) >= MIN_HEAP_PAGES}
+    out = real or heaps
+    prog.cache["census_heaps"] = out
+    return out
+
+
+def find_pages(prog: Program, lay: _Layout, heap: int | None = None) -> tuple[int, list[Page]]:
+    """The pages of one Heap (by default the one with the most pages), and its address."""
+    heaps = find_heaps(prog, lay)
+    if heap is None:
+        heap = max(heaps, key=lambda k: len(heaps[k]))
+    if heap not in heaps:
+        raise V8DbgError(f"0x{heap:x} is not the Heap of any isolate in the target")
+    return heap, [Page(p.address, p.flags, p.owner, p.start, p.end, p.meta, p.heap)
+                  for p in heaps[heap]]
 
 
 def _image_range(prog: Program) -> tuple[int, int]:
@@ -971,9 +989,13 @@ def _code_owners(w: Walker, pages: list[Page]) -> set[int]:
     return out
 
 
-def scan(prog: Program, progress=None) -> Census:
-    """The census of the whole heap; cached on the program until it runs again."""
-    cached = prog.cache.get("census")
+def layout(prog: Program) -> _Layout:
+    return _Layout(prog)
+
+
+def scan(prog: Program, heap: int | None = None, progress=None) -> Census:
+    """The census of one isolate's heap; cached on the program until it runs again."""
+    cached = prog.cache.get(("census", heap))
     if isinstance(cached, Census):
         return cached
     t0 = time.monotonic()
@@ -981,7 +1003,7 @@ def scan(prog: Program, progress=None) -> Census:
     h = prog.cache.get("heap")
     if not isinstance(h, Heap):
         h = Heap(prog)
-    heap, pages = find_pages(prog, lay)
+    heap, pages = find_pages(prog, lay, heap)
     live = _plan(prog, heap, pages, lay)
     w = Walker(prog, h)
     np = _numpy()
@@ -1016,7 +1038,7 @@ def scan(prog: Program, progress=None) -> Census:
             info = w.cache.get(st.map)
             st.size = st.count * 8 * (info[1] if info else 0)
     c = Census(live, stats, total, total_bytes, time.monotonic() - t0, w.unknown, heap)
-    prog.cache["census"] = c
+    prog.cache[("census", heap)] = c
     prog.cache["census_walker"] = w
     return c
 

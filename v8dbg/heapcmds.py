@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import census
+from .isolates import Isolate, choose, isolates
 from .commands import Progress, Result, Session, command, hexaddr
 from .errors import DecodeError, TargetMemoryError, V8DbgError
 from .objects import Shapes
@@ -25,13 +26,32 @@ MAX_REF_HITS = 10000
 MAX_LIFT = 64  # internal arrays whose owner findjsrefs looks up
 
 
-def _census(prog: Program) -> census.Census:
-    c = prog.cache.get("census")
+def _isolate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--isolate", metavar="N",
+                   help="the isolate to scan: its number in jsisolates, or its Heap address "
+                        "(default: the one the selected thread runs)")
+    p.add_argument("--thread", type=int, metavar="TID",
+                   help="scan the isolate that thread TID runs (a worker's thread)")
+
+
+def _pick(prog: Program, args: argparse.Namespace, address: int | None = None) -> Isolate:
+    return choose(prog, getattr(args, "isolate", None), getattr(args, "thread", None), address)
+
+
+def _where(prog: Program, iso: Isolate) -> str:
+    """The line that says which isolate a command looked at."""
+    n = len(isolates(prog))
+    more = f"; {n - 1} more, see jsisolates and --isolate" if n > 1 else ""
+    return f"in {iso.describe()}{more}"
+
+
+def _census(prog: Program, heap: int) -> census.Census:
+    c = prog.cache.get(("census", heap))
     if isinstance(c, census.Census):
         return c
     prog_line = Progress("scanning the heap")
     try:
-        c = census.scan(prog, prog_line)
+        c = census.scan(prog, heap, prog_line)
     finally:
         prog_line.done()
     if not c.total_objects:
@@ -58,12 +78,12 @@ class Group:
     maps: list[int] = field(default_factory=list)
 
 
-def _groups(prog: Program) -> list[Group]:
+def _groups(prog: Program, heap: int) -> list[Group]:
     """Live JS objects grouped by constructor name and property names."""
-    cached = prog.cache.get("census_groups")
+    cached = prog.cache.get(("census_groups", heap))
     if isinstance(cached, list):
         return cached
-    c = _census(prog)
+    c = _census(prog, heap)
     sh = _shapes(prog)
     groups: dict[tuple[str, tuple[str, ...]], Group] = {}
     dict_budget = MAX_DICT_SHAPES
@@ -95,7 +115,7 @@ def _groups(prog: Program) -> list[Group]:
         g.size += st.size
         g.maps.append(st.map)
     out = sorted(groups.values(), key=lambda g: (-g.count, g.constructor, g.properties))
-    prog.cache["census_groups"] = out
+    prog.cache[("census_groups", heap)] = out
     return out
 
 
@@ -113,12 +133,14 @@ def _findjsobjects(p: argparse.ArgumentParser):
     p.add_argument("-c", metavar="NAME", help="only objects whose constructor is NAME")
     p.add_argument("-p", metavar="PROP", help="only objects that have property PROP")
     p.add_argument("--json", action="store_true", help="print one line of JSON")
+    _isolate_args(p)
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         prog = sess.program()
         t0 = time.monotonic()
-        c = _census(prog)
-        groups = _groups(prog)
+        iso = _pick(prog, args)
+        c = _census(prog, iso.heap)
+        groups = _groups(prog, iso.heap)
         if args.c is not None:
             groups = [g for g in groups if g.constructor == args.c]
         if args.p is not None:
@@ -127,7 +149,8 @@ def _findjsobjects(p: argparse.ArgumentParser):
         data = {"groups": [{"constructor": g.constructor, "properties": g.properties,
                             "count": g.count, "size": g.size,
                             "representative": hexaddr(g.representative)} for g in groups],
-                "total_objects": c.total_objects, "seconds": seconds}
+                "total_objects": c.total_objects, "seconds": seconds,
+                "isolate": iso.to_json()}
         lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}  CONSTRUCTOR {{PROPERTIES}}"]
         for g in groups:
             lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {g.size:>11}  "
@@ -136,17 +159,18 @@ def _findjsobjects(p: argparse.ArgumentParser):
         lines.append(f"{sum(g.count for g in groups)} objects in {len(groups)} groups "
                      f"({c.total_objects} live heap objects, {len(c.pages)} pages, "
                      f"{seconds:.2f} s)")
+        lines.append(_where(prog, iso))
         return Result(data, "\n".join(lines))
 
     return run
 
 
-def instances(prog: Program, name: str) -> list[int] | array:
+def instances(prog: Program, heap: int, name: str) -> list[int] | array:
     """Addresses of the live objects whose constructor name is `name`, ascending."""
-    c = _census(prog)
+    c = _census(prog, heap)
     sh = _shapes(prog)
     parts: list = []
-    for g in _groups(prog):
+    for g in _groups(prog, heap):
         if g.constructor != name:
             continue
         for m in g.maps:
@@ -170,15 +194,17 @@ def _findjsinstances(p: argparse.ArgumentParser):
     p.add_argument("-n", type=int, metavar="N", help="list at most N addresses")
     p.add_argument("--json", action="store_true", help="print one line of JSON")
     p.add_argument("name", metavar="NAME", help="constructor name")
+    _isolate_args(p)
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         prog = sess.program()
         if args.n is not None and args.n < 0:
             raise V8DbgError("findjsinstances: -n takes a number of addresses >= 0")
-        found = instances(prog, args.name)
+        iso = _pick(prog, args)
+        found = instances(prog, iso.heap, args.name)
         shown = list(found if args.n is None else found[:args.n])
         data = {"constructor": args.name, "count": len(found),
-                "instances": [hexaddr(a) for a in shown]}
+                "instances": [hexaddr(a) for a in shown], "isolate": iso.to_json()}
         lines = [hexaddr(a) or "" for a in shown]
         more = len(found) - len(shown)
         lines.append(f"{len(found)} instances of {args.name}"
@@ -186,6 +212,7 @@ def _findjsinstances(p: argparse.ArgumentParser):
         if not found:
             lines.append(f"no live object has the constructor name '{args.name}'; "
                          "findjsobjects lists the names on the heap")
+        lines.append(_where(prog, iso))
         return Result(data, "\n".join(lines))
 
     return run
@@ -202,9 +229,9 @@ class Ref:
 
 
 class _RefFinder:
-    def __init__(self, prog: Program) -> None:
+    def __init__(self, prog: Program, heap: int) -> None:
         self.prog = prog
-        self.c = _census(prog)
+        self.c = _census(prog, heap)
         self.sh = _shapes(prog)
         self.v = self.sh.v
         self.h = self.sh.h
@@ -390,6 +417,7 @@ class _RefFinder:
 def _findjsrefs(p: argparse.ArgumentParser):
     p.add_argument("--json", action="store_true", help="print one line of JSON")
     p.add_argument("addr", metavar="ADDR", help="the object (a tagged pointer)")
+    _isolate_args(p)
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         target = sess.evaluate(args.addr)
@@ -402,15 +430,18 @@ def _findjsrefs(p: argparse.ArgumentParser):
             raise V8DbgError(f"0x{target:x} is not in the target's memory") from None
         if not _shapes(prog).h.is_valid_object(target):
             raise V8DbgError(f"0x{target:x} is not a V8 heap object (its map is not a Map)")
-        refs = _RefFinder(prog).refs(target)
+        iso = _pick(prog, args, target)
+        refs = _RefFinder(prog, iso.heap).refs(target)
         data = {"target": hexaddr(target),
                 "refs": [{"holder": hexaddr(r.holder), "holder_type": r.holder_type,
-                          "constructor": r.constructor, "via": r.via} for r in refs]}
+                          "constructor": r.constructor, "via": r.via} for r in refs],
+                "isolate": iso.to_json()}
         lines = []
         for r in refs:
             who = r.constructor or r.holder_type
             lines.append(f"{hexaddr(r.holder)} {r.holder_type:8} {who} {r.via}")
         lines.append(f"{len(refs)} references to {hexaddr(target)}")
+        lines.append(_where(prog, iso))
         return Result(data, "\n".join(lines))
 
     return run
@@ -427,10 +458,12 @@ def _jsfunctions(p: argparse.ArgumentParser):
     p.add_argument("-s", metavar="FILE", help="only functions defined in a script whose "
                    "path contains FILE")
     p.add_argument("--json", action="store_true", help="print one line of JSON")
+    _isolate_args(p)
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         prog = sess.program()
-        rows = functions(prog)
+        iso = _pick(prog, args)
+        rows = functions(prog, iso.heap)
         if args.n is not None:
             rows = [r for r in rows if r["name"] == args.n]
         if args.s is not None:
@@ -440,16 +473,17 @@ def _jsfunctions(p: argparse.ArgumentParser):
             where = f"{r['script']}:{r['line']}:{r['column']}" if r["script"] else "(no script)"
             lines.append(f"{r['shared']:>16} {r['closures']:>8}  {r['name'] or '(anonymous)'}  {where}")
         lines.append(f"{len(rows)} functions, {sum(r['closures'] for r in rows)} closures")
-        return Result({"functions": rows}, "\n".join(lines))
+        lines.append(_where(prog, iso))
+        return Result({"functions": rows, "isolate": iso.to_json()}, "\n".join(lines))
 
     return run
 
 
-def functions(prog: Program) -> list[dict]:
-    cached = prog.cache.get("census_functions")
+def functions(prog: Program, heap: int) -> list[dict]:
+    cached = prog.cache.get(("census_functions", heap))
     if isinstance(cached, list):
         return cached
-    c = _census(prog)
+    c = _census(prog, heap)
     sh = _shapes(prog)
     h = sh.h
     f = sh.f
@@ -484,8 +518,34 @@ def functions(prog: Program) -> list[dict]:
         rows.append({"name": name, "script": script, "line": line, "column": col,
                      "closures": n, "shared": hexaddr(sfi)})
     rows.sort(key=lambda r: (-r["closures"], r["name"] or "", r["shared"]))
-    prog.cache["census_functions"] = rows
+    prog.cache[("census_functions", heap)] = rows
     return rows
+
+
+# -- jsisolates -------------------------------------------------------------------------------
+
+@command("jsisolates", "the V8 isolates (main thread and workers) and the threads that run them",
+         "List every V8 heap found in the target, one per isolate: the main thread's "
+         "and each worker_threads worker's. The heap commands work on one isolate; "
+         "pick another with --isolate N or --thread TID.")
+def _jsisolates(p: argparse.ArgumentParser):
+    p.add_argument("--json", action="store_true", help="print one line of JSON")
+
+    def run(sess: Session, args: argparse.Namespace) -> Result:
+        prog = sess.program()
+        isos = isolates(prog)
+        chosen = choose(prog)
+        lines = [f"  {'#':>2} {'HEAP':>16} {'PAGES':>6} {'MB':>8}  THREADS"]
+        for iso in isos:
+            who = ", ".join(f"{tid}" + (f" ({name})" if name else "") for tid, name in iso.threads)
+            mark = "*" if iso is chosen else " "
+            lines.append(f"{mark} {iso.index:>2} {hexaddr(iso.heap):>16} {iso.pages:>6} "
+                         f"{iso.bytes / (1 << 20):>8.1f}  {who or '(none found)'}")
+        lines.append(f"{len(isos)} isolates; * = the one heap commands use by default")
+        return Result({"isolates": [i.to_json() for i in isos], "default": chosen.index},
+                      "\n".join(lines))
+
+    return run
 
 
 # -- nodeinfo ----------------------------------------------------------------------------------
@@ -495,26 +555,29 @@ def functions(prog: Program) -> list[dict]:
          "version from the binary).")
 def _nodeinfo(p: argparse.ArgumentParser):
     p.add_argument("--json", action="store_true", help="print one line of JSON")
+    _isolate_args(p)
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         prog = sess.program()
-        info = node_info(prog)
+        iso = _pick(prog, args)
+        info = node_info(prog, iso.heap)
         lines = [f"node {info['node_version'] or '?'} (V8 {info['v8_version']})",
                  f"pid       {info['pid']}",
                  f"execPath  {info['exec_path']}",
                  f"argv      {' '.join(info['argv'] or [])}",
-                 f"execArgv  {' '.join(info['exec_argv'] or [])}"]
-        return Result(info, "\n".join(lines))
+                 f"execArgv  {' '.join(info['exec_argv'] or [])}",
+                 _where(prog, iso)]
+        return Result(dict(info, isolate=iso.to_json()), "\n".join(lines))
 
     return run
 
 
-def node_info(prog: Program) -> dict:
+def node_info(prog: Program, heap: int) -> dict:
     sh = _shapes(prog)
     v = sh.v
     h = sh.h
     proc = None
-    for a in instances(prog, "process"):
+    for a in instances(prog, heap, "process"):
         if v.own_data_property(a, "execPath") is not None:
             proc = a
             break

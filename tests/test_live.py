@@ -1,7 +1,7 @@
 """Attach to a live node, run every command, detach: the process runs on unchanged.
 
 tests/fixtures/server.js is an HTTP server on 127.0.0.1 that also spins in
-JavaScript on a timer. For each debugger and node line below we attach twice
+JavaScript on a timer. For each debugger and node line we attach twice
 (the second time with addresses the first found), run each command, and after
 each detach check that the process is alive, its CPU time keeps growing and it
 still answers an HTTP request on 127.0.0.1 with the same state as before.
@@ -17,10 +17,10 @@ import urllib.request
 
 import pytest
 
-from support import LiveNode, json_line
+from support import VERSIONS, LiveNode, json_line
 from test_corrupt import CMD_BOUND, check_output, run_debugger
 
-CASES = [("gdb", "20.20.2"), ("gdb", "24.21.0"), ("lldb", "22.23.3"), ("lldb", "26.10.0")]
+CASES = [(d, v) for d in ("gdb", "lldb") for v in VERSIONS]
 BOUND = 240.0
 
 

@@ -410,6 +410,28 @@ def test_truncated_core_says_so(frontend: str) -> None:
     assert "truncated" not in out, out
 
 
+@pytest.mark.parametrize("frontend", ["cli", "gdb", "lldb"])
+def test_debug_says_where(frontend: str) -> None:
+    """--debug: the reason a frame could not be decoded also names where v8dbg found it out."""
+    core, binary = damaged("24.21.0", "objpages")
+    cmds = ["jsstack --json", "jsstack --json --debug", "jsstack --json"]
+    if frontend == "cli":
+        outs = [run_one_cli(core, binary, c)[1] for c in cmds]
+    else:
+        outs = [o for o, _ in run_debugger(frontend, "24.21.0", cmds, core=core)]
+
+    def notes(out: str) -> list[str]:
+        doc = json.loads(next(l for l in out.splitlines() if l.startswith("{")))
+        return [f["note"] for f in doc["frames"] if f.get("note")]
+
+    plain, debug, after = (notes(o) for o in outs)
+    assert plain and len(plain) == len(debug), (plain, debug)
+    assert not any("Error at " in n for n in plain), plain
+    for p, d in zip(plain, debug):
+        assert d.startswith(p) and re.search(r"\[(DecodeError|TargetMemoryError) at \w+\.py:\d+ ", d), d
+    assert after == plain, "--debug stayed on for the next command"
+
+
 def test_cli_reader_goes_away() -> None:
     """`v8dbg jsfunctions ... | head -1`: no traceback when the pipe closes early."""
     core, binary = damaged("24.21.0", "intact")

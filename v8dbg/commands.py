@@ -17,6 +17,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
+from . import errors
 from .errors import V8DbgError
 from .program import Program
 from .target import Backend
@@ -133,12 +134,21 @@ class Session:
             except ValueError as e:
                 return f"v8dbg: {name}: {e}", False
         want_json = "--json" in argv
+        debug = self.debug or bool(os.environ.get("V8DBG_DEBUG"))
         if "--debug" in argv:
             argv = [a for a in argv if a != "--debug"]
-            self.debug = True
+            debug = True
         cmd = COMMANDS.get(name)
         if cmd is None:
             return f"v8dbg: unknown command '{name}'", False
+        errors.DEBUG = debug
+        try:
+            return self._run(cmd, name, argv, want_json, debug)
+        finally:
+            errors.DEBUG = False
+
+    def _run(self, cmd: Command, name: str, argv: list[str], want_json: bool,
+             debug: bool) -> tuple[str, bool]:
         try:
             args = cmd.parser.parse_args(argv)
             res = cmd.func(self, args)
@@ -152,7 +162,7 @@ class Session:
             return _error("the data is nested too deeply to decode", want_json), False
         except Exception as e:  # last line of defence: never a traceback in the debugger
             msg = f"internal error in {name}: {type(e).__name__}: {e}"
-            if self.debug:
+            if debug:
                 msg += "\n" + traceback.format_exc()
             return _error(msg, want_json), False
         if want_json:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import codes
-from .errors import DecodeError, TargetMemoryError, V8DbgError
+from .errors import DecodeError, TargetMemoryError, V8DbgError, why
 from .functions import Functions
 from .heap import Heap
 from .program import Program
@@ -131,7 +131,7 @@ class StackDecoder:
             return self._js_frames(mf, builtin, base)
         except (DecodeError, TargetMemoryError, V8DbgError) as e:
             base.kind = "js"
-            base.note = str(e)
+            base.note = why(e)
             if base.function is None:
                 base.function = "<unknown>"
             return [base]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import preview
+from . import errors, preview
 from .commands import Result, Session, command, hexaddr
 from .errors import V8DbgError
 from .frames import Frame, StackDecoder
@@ -39,7 +39,8 @@ def pick_thread(prog: Program, tid: int | None) -> ThreadInfo:
 
 
 def thread_frames(prog: Program, thread: ThreadInfo) -> list[Frame]:
-    key = f"frames:{thread.tid}"
+    # Notes on undecodable frames say more in debug mode: keep both kinds apart.
+    key = f"frames:{thread.tid}:{int(errors.DEBUG)}"
     cached = prog.cache.get(key)
     if isinstance(cached, list):
         return cached

@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DecodeError, TargetMemoryError, V8DbgError
+from .errors import DecodeError, TargetMemoryError, V8DbgError, why
 from .functions import Functions
 from .heap import Heap
 from .program import Program
@@ -506,13 +506,13 @@ class Values:
         try:
             itype = self.itype(v)
         except TargetMemoryError as e:
-            return {"type": "other", "address": addr, "v8_type": f"unreadable ({e})"}
+            return {"type": "other", "address": addr, "v8_type": f"unreadable ({why(e)})"}
         except DecodeError as e:
-            return {"type": "other", "address": addr, "v8_type": f"not a JS value ({e})"}
+            return {"type": "other", "address": addr, "v8_type": f"not a JS value ({why(e)})"}
         try:
             out = self._dispatch(v, itype, level, walk)
         except (DecodeError, TargetMemoryError, V8DbgError) as e:
-            out = {"type": "other", "v8_type": self.tname(itype), "error": str(e)}
+            out = {"type": "other", "v8_type": self.tname(itype), "error": why(e)}
         out["address"] = addr
         return out
 

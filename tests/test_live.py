@@ -107,3 +107,27 @@ def test_attach_to_a_process_that_is_not_node(debugger: str) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_running_process_is_named_as_such() -> None:
+    """gdb in non-stop mode with the threads running: commands warn that memory moves under them."""
+    import os
+    import signal
+    import subprocess
+    from support import GDB, ROOT, node_binary
+
+    with LiveNode("24.21.0", "server.js") as node:
+        port = int((node.dir / "port").read_text())
+        before = fetch(port)
+        p = subprocess.run([GDB, "-nx", "-q", "-batch", "-ex", "set non-stop on",
+                            "-ex", f"source {ROOT}/plugins/gdb/v8dbg.py",
+                            "-ex", f"file {node_binary('24.21.0')}", "-ex", f"attach {node.pid}",
+                            "-ex", "continue -a &", "-ex", "shell sleep 0.3",
+                            "-ex", "jsstack -n 3", "-ex", "findjsinstances --json Keeper"],
+                           capture_output=True, text=True, timeout=BOUND, cwd=ROOT)
+        out = p.stdout + p.stderr
+        assert "Traceback" not in out and "internal error" not in out, out
+        assert out.count("v8dbg: warning: the process is running, not stopped") == 2, out
+        # gdb itself leaves a process it detached from in non-stop mode stopped.
+        os.kill(node.pid, signal.SIGCONT)
+        still_running(node, port, before)

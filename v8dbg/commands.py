@@ -124,6 +124,14 @@ class Session:
         else:
             self._prog.backend = backend
             self._prog.refresh()
+        if getattr(backend, "live", False) and _running(backend):
+            # Nothing read before can be trusted now: every command reads afresh.
+            self._prog.mem.clear()
+            self._prog.cache.clear()
+            from .metadata import warn_once
+            warn_once("the process is running, not stopped: its memory changes while v8dbg "
+                      "reads it, so what follows may be inconsistent or fail; interrupt it "
+                      "first (gdb: `interrupt -a`, lldb: `process interrupt`)", again=True)
         return self._prog
 
     def run(self, name: str, argv: list[str] | str) -> tuple[str, bool]:
@@ -168,6 +176,14 @@ class Session:
         if want_json:
             return json.dumps(res.data, separators=(", ", ": "), ensure_ascii=False), True
         return res.text, True
+
+
+def _running(backend: Backend) -> bool:
+    fn = getattr(backend, "running", None)
+    try:
+        return bool(fn()) if fn is not None else False
+    except Exception:
+        return False
 
 
 def _truncation(backend: Backend) -> str | None:

@@ -207,9 +207,10 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]]:
 _warned: set[str] = set()
 
 
-def warn_once(message: str) -> None:
-    """A warning printed once per process, to stderr (front ends show stderr)."""
-    if message in _warned:
+def warn_once(message: str, again: bool = False) -> None:
+    """A warning printed once per process (every time with `again`), to stderr
+    (front ends show stderr)."""
+    if message in _warned and not again:
         return
     _warned.add(message)
     print(f"v8dbg: warning: {message}", file=sys.stderr)

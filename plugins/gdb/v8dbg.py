@@ -85,6 +85,13 @@ class GdbBackend:
             out.append(ThreadInfo(tid, name, loader=_registers_of(t)))
         return out
 
+    def running(self) -> bool:
+        """True when some thread runs on (non-stop mode, or `continue &`)."""
+        try:
+            return any(t.is_running() for t in self.inferior.threads())
+        except gdb.error:
+            return False
+
     def selected_thread(self) -> int | None:
         t = gdb.selected_thread()
         return (t.ptid[1] or t.ptid[0]) if t is not None else None

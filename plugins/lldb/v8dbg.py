@@ -92,6 +92,10 @@ class LldbBackend:
             out.append(ThreadInfo(t.GetThreadID(), name, loader=_registers_of(t)))
         return out
 
+    def running(self) -> bool:
+        """True when the process runs on (lldb in asynchronous mode)."""
+        return self.process.GetState() in (lldb.eStateRunning, lldb.eStateStepping)
+
     def selected_thread(self) -> int | None:
         t = self.process.GetSelectedThread()
         return t.GetThreadID() if t.IsValid() else None

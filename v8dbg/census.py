@@ -57,6 +57,9 @@ class Page:
     heap: int = 0  # the Heap the page belongs to
     skips: list[tuple[int, int]] = field(default_factory=list)  # [top, limit) to skip
     young: bool = False
+    # Not yet swept: the word indices (from `start`) of its marked, live
+    # objects; None for a page whose every object is live.
+    marks: list[int] | None = None
 
 
 @dataclass
@@ -79,6 +82,7 @@ class Census:
     seconds: float
     unknown_sizes: int  # objects whose size was found by resynchronising
     heap: int
+    unswept_pages: int = 0  # pages whose live objects were told by their mark bits
 
 
 class _Layout:
@@ -99,6 +103,13 @@ class _Layout:
             self.prev = c.get("PageListPrev", -1)
             self.from_flag = c.get("PageFromFlag", 8)
             self.to_flag = c.get("PageToFlag", 16)
+            self.sweep_state = c["PageSweepingState"]
+            self.sweep_pending = c["PageSweepPending"]
+            self.bitmap = c["PageMarkingBitmap"]
+            self.mark_bits = c["PageMarkBits"]
+            self.freed = c["PageFreedFlags"]
+            self.meta_flags = c["PageMetaFlags"]
+            self.meta_freed = c["PageMetaFreedFlags"]
         except KeyError as e:
             raise V8DbgError(f"no heap page layout for V8 {prog.md.version_text}: "
                              f"{e.args[0]} is missing from the layout table") from None
@@ -191,7 +202,7 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
         return lo_img <= addr < hi_img
 
     hdr = max(lay.flags, lay.meta_ptr) + 8
-    need = max(lay.heap, lay.area_start, lay.area_end, lay.owner) + 8
+    need = max(lay.heap, lay.area_start, lay.area_end, lay.owner, lay.meta_flags) + 8
     probes = 0
     for lo, hi in regs:
         a = (lo + lay.align - 1) // lay.align * lay.align
@@ -265,6 +276,9 @@ def _parse_header(a: int, head: bytes, lay: _Layout, backend, need: int,
     else:
         meta = a
         m = head
+    if flags & lay.freed or (lay.meta_flags >= 0 and
+                             struct.unpack_from("<I", m, lay.meta_flags)[0] & lay.meta_freed):
+        return None  # given back to the OS soon: what it holds is dead
     heap = struct.unpack_from("<Q", m, lay.heap)[0]
     start = struct.unpack_from("<Q", m, lay.area_start)[0]
     end = struct.unpack_from("<Q", m, lay.area_end)[0]
@@ -361,7 +375,50 @@ def _plan(prog: Program, heap: int, pages: list[Page], lay: _Layout) -> list[Pag
                 p.skips.append((t, lim))
     for p in live:
         p.skips.sort()
+        p.marks = _marks(prog, p, lay)
     return live
+
+
+def _marks(prog: Program, p: Page, lay: _Layout) -> list[int] | None:
+    """For a page V8 has not swept yet, the word indices of its live objects.
+
+    A swept page holds only live objects and free space. An unswept one
+    still holds the objects the last full GC found dead, so only the
+    objects whose first mark bit is set count. A page being swept whose
+    bitmap is already clear has been swept to the end.
+    """
+    try:
+        state = prog.mem.u64(p.meta + lay.sweep_state)
+    except TargetMemoryError:
+        return None
+    if state == 0 or state > 16:
+        return None
+    bits = lay.align // 8
+    try:
+        bm = bulk(prog).read(p.meta + lay.bitmap, bits // 8)
+    except Exception:
+        return None
+    first = (p.start - p.address) >> 3
+    last = (p.end - p.address) >> 3
+    np = _numpy()
+    if np is not None:
+        idx = np.flatnonzero(np.unpackbits(np.frombuffer(bytes(bm), np.uint8),
+                                           bitorder="little"))
+        idx = idx[(idx >= first) & (idx < last)] - first
+        marks = idx.tolist()
+    else:
+        marks = []
+        for k, b in enumerate(bytes(bm)):
+            if b:
+                for j in range(8):
+                    if b >> j & 1 and first <= 8 * k + j < last:
+                        marks.append(8 * k + j - first)
+    if not marks and state != lay.sweep_pending:
+        return None
+    if p.skips:
+        gaps = [((t - p.start) >> 3, (lim - p.start) >> 3) for t, lim in p.skips]
+        marks = [i for i in marks if not any(a <= i < b for a, b in gaps)]
+    return marks
 
 
 def _link(prog: Program, p: Page, off: int, lay: _Layout) -> int:
@@ -527,6 +584,7 @@ class Walker:
 
     def __init__(self, prog: Program, h: Heap) -> None:
         self.prog = prog
+        self.mark_bits = max(1, prog.md.consts.get("PageMarkBits", 1))
         self.h = h
         self.cls = _Classifier(h)
         self.cache: dict[int, tuple[int, int, int, bool]] = {}
@@ -620,6 +678,52 @@ class Walker:
                     st.size += size * 8
             seen += 1
             i += size
+        return seen
+
+    def marked_walk(self, p: Page, words, stats: dict[int, MapStats],
+                    starts: list | None = None) -> int:
+        """`walk` for a page not yet swept: only the objects at its mark bits."""
+        assert p.marks is not None
+        n = len(words)
+        step = self.mark_bits
+        nxt = 0
+        seen = 0
+        for i in p.marks:
+            if i < nxt or i >= n:
+                continue
+            m = int(words[i])
+            info = self.info(m)
+            kind = info[0]
+            size = 0
+            if kind == K_FIXED:
+                size = info[1]
+            elif kind not in (K_BAD, K_UNKNOWN):
+                try:
+                    size = _var_size(kind, words, i, self.cls)
+                except IndexError:
+                    size = 0
+            nxt = i + (size if size > 0 else step)
+            if kind == K_BAD or kind == K_FREE:
+                continue
+            if kind == K_UNKNOWN or size <= 0:
+                self.unknown += 1
+            addr = p.start + 8 * i + 1
+            if starts is not None:
+                starts.append((addr, m, max(size, step)))
+            elif info[3]:
+                st = stats.get(m)
+                if st is None:
+                    st = stats[m] = MapStats(m, info[2])
+                if st.addresses is None:
+                    st.addresses = array("Q")
+                st.addresses.append(addr)
+            else:
+                st = stats.get(m)
+                if st is None:
+                    st = stats[m] = MapStats(m, info[2])
+                st.count += 1
+                st.size += size * 8
+            seen += 1
         return seen
 
     def fast_walk(self, p: Page, words, stats: dict[int, MapStats]) -> int:
@@ -1017,7 +1121,9 @@ def scan(prog: Program, heap: int | None = None, progress=None) -> Census:
     code_owners = _code_owners(w, live)
     for k, p in enumerate(live):
         words = w.read_page(p)
-        if words is not None and p.owner in code_owners:
+        if words is not None and p.marks is not None:
+            total += w.marked_walk(p, words, {} if p.owner in code_owners else stats)
+        elif words is not None and p.owner in code_owners:
             # Machine code holds map words (inline map checks) that a resync
             # could take for objects; no JavaScript object lives here anyway.
             total += w.walk(p, words, {})
@@ -1037,7 +1143,8 @@ def scan(prog: Program, heap: int | None = None, progress=None) -> Census:
             st.count = len(st.addresses)
             info = w.cache.get(st.map)
             st.size = st.count * 8 * (info[1] if info else 0)
-    c = Census(live, stats, total, total_bytes, time.monotonic() - t0, w.unknown, heap)
+    c = Census(live, stats, total, total_bytes, time.monotonic() - t0, w.unknown, heap,
+               sum(1 for p in live if p.marks is not None))
     prog.cache[("census", heap)] = c
     prog.cache["census_walker"] = w
     return c
@@ -1053,5 +1160,8 @@ def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:
     if words is None:
         return []
     out: list[tuple[int, int, int]] = []
-    w.walk(p, words, {}, out)
+    if p.marks is not None:
+        w.marked_walk(p, words, {}, out)
+    else:
+        w.walk(p, words, {}, out)
     return out

@@ -150,7 +150,7 @@ def _findjsobjects(p: argparse.ArgumentParser):
                             "count": g.count, "size": g.size,
                             "representative": hexaddr(g.representative)} for g in groups],
                 "total_objects": c.total_objects, "seconds": seconds,
-                "isolate": iso.to_json()}
+                "unswept_pages": c.unswept_pages, "isolate": iso.to_json()}
         lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}  CONSTRUCTOR {{PROPERTIES}}"]
         for g in groups:
             lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {g.size:>11}  "
@@ -159,6 +159,9 @@ def _findjsobjects(p: argparse.ArgumentParser):
         lines.append(f"{sum(g.count for g in groups)} objects in {len(groups)} groups "
                      f"({c.total_objects} live heap objects, {len(c.pages)} pages, "
                      f"{seconds:.2f} s)")
+        if c.unswept_pages:
+            lines.append(f"{c.unswept_pages} pages were not yet swept after the last full GC: "
+                         "only their objects marked live were counted")
         lines.append(_where(prog, iso))
         return Result(data, "\n".join(lines))
 

@@ -221,20 +221,44 @@ _PAGE_INLINE_OLD = dict(PageMetadataPointer=0, PageFlags=8, PageHeap=16, PageAre
 _PAGE_META = dict(PageMetadataPointer=8, PageFlags=0, PageHeap=64, PageAreaStart=72,
                   PageAreaEnd=56, PageOwner=80, PageListNext=264, PageListPrev=272,
                   PageMetadataChunk=8)  # the metadata's link back to its page
+#
+# Sweeping. After a full GC, V8 sweeps old-generation pages lazily (and on
+# other threads): until then a page still holds its dead objects intact, and
+# only the marking bitmap tells the live ones. PageSweepingState is the
+# page's sweeping state word (0 = swept; PageSweepPending = waiting to be
+# swept; other values = being swept or to be iterated), PageMarkingBitmap
+# the bitmap (one bit per 8-byte word from the chunk start; a live object's
+# first bit is set; PageMarkBits bits per live object). The sweeper clears a
+# page's bitmap when it is done with it. PageFreedFlags are the page-flag
+# bits of a page already given back but still mapped (pre-freed or
+# unregistered), whose stale objects must not be walked; from 14.6 those
+# bits are in the metadata's own 32-bit flags at PageMetaFlags. Found in the
+# machine code of each binary and checked in cores.
 _HEAP_PAGES: dict[tuple[int, int], dict[str, int]] = {
-    (10, 2): dict(_PAGE_INLINE_OLD, PageListNext=232, PageListPrev=240),
-    (11, 3): dict(_PAGE_INLINE_OLD, PageListNext=264, PageListPrev=272),
+    (10, 2): dict(_PAGE_INLINE_OLD, PageListNext=232, PageListPrev=240,
+                  PageSweepingState=0xc0, PageMarkingBitmap=0x128, PageMarkBits=2,
+                  PageFreedFlags=0x2000 | 0x80000),
+    (11, 3): dict(_PAGE_INLINE_OLD, PageListNext=264, PageListPrev=272,
+                  PageSweepingState=0xe0, PageMarkingBitmap=0x140, PageMarkBits=2,
+                  PageFreedFlags=0x4000 | 0x80000),
     (12, 4): dict(PageMetadataPointer=0, PageFlags=0, PageHeap=24, PageAreaStart=32,
-                  PageAreaEnd=40, PageOwner=72, PageListNext=264, PageListPrev=272),
+                  PageAreaEnd=40, PageOwner=72, PageListNext=264, PageListPrev=272,
+                  PageSweepingState=0xf0, PageMarkingBitmap=0x140, PageMarkBits=1,
+                  PageFreedFlags=0x2000 | 0x10000),
     # FREE_SPACE_TYPE (always FEEDBACK_VECTOR_TYPE + 2) is missing from 13.6/14.6's
     # metadata, and from 13.6 a FreeSpace's size Smi counts words, not bytes.
-    (13, 6): dict(_PAGE_META, type_FREE_SPACE_TYPE=268, FreeSpaceSizeInWords=1),
+    (13, 6): dict(_PAGE_META, type_FREE_SPACE_TYPE=268, FreeSpaceSizeInWords=1,
+                  PageSweepingState=0xf0, PageMarkingBitmap=0x140, PageMarkBits=1,
+                  PageFreedFlags=0x10000 | 0x80000),
     (14, 6): dict(_PAGE_META, type_FREE_SPACE_TYPE=273, FreeSpaceSizeInWords=1,
-                  PageListNext=256, PageListPrev=264),
+                  PageListNext=256, PageListPrev=264,
+                  PageSweepingState=0xf8, PageMarkingBitmap=0x140, PageMarkBits=1,
+                  PageFreedFlags=0, PageMetaFlags=0x58, PageMetaFreedFlags=0x4 | 0x2),
 }
 for _key, _extra in _HEAP_PAGES.items():
     for _name, _value in dict(_extra, PageAlignment=1 << 18, PageFromFlag=8,
-                              PageToFlag=16).items():
+                              PageToFlag=16, PageSweepPending=1, PageMetaFlags=-1,
+                              PageMetaFreedFlags=0).items():
         VERSIONS[_key]["consts"].setdefault(_name, _value)
 
 SUPPORTED = sorted(VERSIONS)

@@ -109,25 +109,45 @@ def test_attach_to_a_process_that_is_not_node(debugger: str) -> None:
         proc.wait()
 
 
-def test_running_process_is_named_as_such() -> None:
-    """gdb in non-stop mode with the threads running: commands warn that memory moves under them."""
+@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
+def test_running_process_is_named_as_such(debugger: str) -> None:
+    """Threads left running (gdb non-stop, lldb asynchronous): commands say so, in one line each."""
     import os
     import signal
     import subprocess
-    from support import GDB, ROOT, node_binary
+    from support import GDB, LLDB, ROOT, node_binary
+
+    def each(c: str) -> str:  # lldb -b would stop at the first command that fails
+        return ("script r = lldb.SBCommandReturnObject(); "
+                f"_ = lldb.debugger.GetCommandInterpreter().HandleCommand({c!r}, r); "
+                "print((r.GetOutput() or '') + (r.GetError() or ''))")
 
     with LiveNode("24.21.0", "server.js") as node:
         port = int((node.dir / "port").read_text())
         before = fetch(port)
-        p = subprocess.run([GDB, "-nx", "-q", "-batch", "-ex", "set non-stop on",
-                            "-ex", f"source {ROOT}/plugins/gdb/v8dbg.py",
-                            "-ex", f"file {node_binary('24.21.0')}", "-ex", f"attach {node.pid}",
-                            "-ex", "continue -a &", "-ex", "shell sleep 0.3",
-                            "-ex", "jsstack -n 3", "-ex", "findjsinstances --json Keeper"],
-                           capture_output=True, text=True, timeout=BOUND, cwd=ROOT)
+        cmds = ["jsstack -n 3", "findjsinstances --json Keeper"]
+        if debugger == "gdb":
+            argv = [GDB, "-nx", "-q", "-batch", "-ex", "set non-stop on",
+                    "-ex", f"source {ROOT}/plugins/gdb/v8dbg.py",
+                    "-ex", f"file {node_binary('24.21.0')}", "-ex", f"attach {node.pid}",
+                    "-ex", "continue -a &", "-ex", "shell sleep 0.3"]
+            for c in cmds:
+                argv += ["-ex", c]
+        else:
+            argv = [LLDB, "--no-lldbinit", "-b", "-p", str(node.pid),
+                    "-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py",
+                    "-o", "script lldb.debugger.SetAsync(True)", "-o", "process continue",
+                    "-o", "script import time; time.sleep(0.3)"]
+            for c in cmds:
+                argv += ["-o", each(c)]
+            # lldb -b kills a process still running when it quits: stop it, then detach.
+            argv += ["-o", "process interrupt", "-o", "script time.sleep(0.3)",
+                     "-o", "process detach"]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=BOUND, cwd=ROOT)
         out = p.stdout + p.stderr
         assert "Traceback" not in out and "internal error" not in out, out
         assert out.count("v8dbg: warning: the process is running, not stopped") == 2, out
-        # gdb itself leaves a process it detached from in non-stop mode stopped.
-        os.kill(node.pid, signal.SIGCONT)
+        if debugger == "gdb":
+            # gdb itself leaves a process it detached from in non-stop mode stopped.
+            os.kill(node.pid, signal.SIGCONT)
         still_running(node, port, before)

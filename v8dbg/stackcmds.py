@@ -35,6 +35,8 @@ def pick_thread(prog: Program, tid: int | None) -> ThreadInfo:
             return t
     if tid is not None:
         raise V8DbgError(f"no thread {tid} (threads: {', '.join(str(t.tid) for t in threads)})")
+    if threads[0].regs is None:
+        raise V8DbgError(f"no registers for thread {threads[0].tid}")
     return threads[0]
 
 
@@ -44,7 +46,9 @@ def thread_frames(prog: Program, thread: ThreadInfo) -> list[Frame]:
     cached = prog.cache.get(key)
     if isinstance(cached, list):
         return cached
-    assert thread.regs is not None
+    if thread.regs is None:
+        # A debugger gives no registers for a thread that is running.
+        raise V8DbgError(f"no registers for thread {thread.tid}")
     frames = decoder(prog).decode(thread.regs)
     prog.cache[key] = frames
     return frames

@@ -893,27 +893,38 @@ class NumpyWalker:
         """Learn every Map on the heap before the walk, so the chains seldom stop.
 
         A meta map is the one object whose map word points at itself; every
-        Map's map word is a meta map. Two quick passes over the pages find
-        the meta maps, then the Maps, and classify each Map once.
+        Map's map word is a meta map. One pass over the pages finds the meta
+        maps and, with the meta maps known so far, the Maps, classifying each
+        Map once; only pages read before a meta map was first seen are read
+        again, for the meta maps they missed.
         """
         np = self.np
-        metas: set[int] = set()
+        metas: list[int] = []  # in the order found
+        known: set[int] = set()
+        behind: list[tuple[Page, int]] = []  # pages checked against metas[:k] only
+
+        def learn(p: Page, W, marr) -> None:
+            for j in np.flatnonzero(np.isin(W, marr)).tolist():
+                self.w.info(p.start + 8 * j + 1)
+
         for p in pages:
             W = self._words(p)
             if W is None:
                 continue
             own = np.arange(len(W), dtype=np.uint64) * np.uint64(8) + np.uint64(p.start + 1)
             for j in np.flatnonzero(W == own).tolist():
-                metas.add(int(W[j]))
-        if not metas:
-            return
-        marr = np.array(sorted(metas), dtype=np.uint64)
-        for p in pages:
-            W = self._words(p)
-            if W is None:
-                continue
-            for j in np.flatnonzero(np.isin(W, marr)).tolist():
-                self.w.info(p.start + 8 * j + 1)
+                m = int(W[j])
+                if m not in known:
+                    known.add(m)
+                    metas.append(m)
+            if metas:
+                learn(p, W, np.array(metas, dtype=np.uint64))
+            behind.append((p, len(metas)))
+        for p, k in behind:
+            if k < len(metas):
+                W = self._words(p)
+                if W is not None:
+                    learn(p, W, np.array(metas[k:], dtype=np.uint64))
 
     def _words(self, p: Page):
         try:

@@ -446,3 +446,12 @@ def test_cli_reader_goes_away() -> None:
     p.wait(timeout=CMD_BOUND)
     assert first.strip(), first
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_control_characters_are_escaped() -> None:
+    """Text from a damaged target (a source with NUL bytes, terminal escapes) prints
+    escaped: gdb refuses a NUL ("embedded null character"), escapes drive terminals."""
+    from v8dbg.commands import printable
+    assert printable("a\x00b\x1b[31mc\td\ne\x7f") == "a\\x00b\\x1b[31mc\td\ne\\x7f"
+    assert printable("plain — ünïcode") == "plain — ünïcode"
+    assert printable("line 1\r\nline 2\r") == "line 1\nline 2\\x0d"

@@ -175,7 +175,7 @@ class Session:
             return _error(msg, want_json), False
         if want_json:
             return json.dumps(res.data, separators=(", ", ": "), ensure_ascii=False), True
-        return res.text, True
+        return printable(res.text), True
 
 
 def _running(backend: Backend) -> bool:
@@ -209,7 +209,19 @@ def _truncation(backend: Backend) -> str | None:
 def _error(msg: str, want_json: bool) -> str:
     if want_json:
         return json.dumps({"error": msg})
-    return f"v8dbg: {msg}"
+    return printable(f"v8dbg: {msg}")
+
+
+# Control characters other than tab and newline, as text from a target (a
+# damaged source, a string holding NUL) may carry them: gdb refuses to print
+# a NUL, and escape sequences would drive the user's terminal.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f)}
+
+
+def printable(text: str) -> str:
+    """Text output with control characters shown as \\xNN escapes (CRLF line
+    ends, as in a script saved on Windows, become plain newlines)."""
+    return text.replace("\r\n", "\n").translate(_CONTROL)
 
 
 def hexaddr(v: int | None) -> str | None:

@@ -179,7 +179,7 @@ def real() -> Real:
     return Real(pages, sorted(objs), functions, strings, regs, (lo, hi))
 
 
-def guarded(fn: Callable[..., Any], *args: Any) -> Any:
+def guarded(fn: Callable[..., Any], *args: Any, bound: float = CALL_BOUND) -> Any:
     """Call a decoder: a V8DbgError is a fine answer; anything else fails the test.
 
     The bound is on CPU time, so a busy machine does not fail the test while a
@@ -192,7 +192,7 @@ def guarded(fn: Callable[..., Any], *args: Any) -> Any:
         return None
     finally:
         took = time.process_time() - t0
-        assert took < CALL_BOUND, f"{getattr(fn, '__qualname__', fn)}{args} took {took:.2f} s"
+        assert took < bound, f"{getattr(fn, '__qualname__', fn)}{args} took {took:.2f} s"
 
 
 def exercise(prog: Program, addrs: list[int], regs: Registers | None) -> None:
@@ -484,14 +484,7 @@ def test_commands_on_damaged_heap(heap_core: tuple[Any, list[tuple[int, int]]],
 
 def guarded_slow(fn: Callable[..., Any], *args: Any) -> Any:
     """guarded() with the bound of a whole-heap scan."""
-    t0 = time.process_time()
-    try:
-        return fn(*args)
-    except V8DbgError:
-        return None
-    finally:
-        took = time.process_time() - t0
-        assert took < 15, f"{getattr(fn, '__qualname__', fn)} took {took:.2f} s"
+    return guarded(fn, *args, bound=15.0)
 
 
 def test_census_on_fake_memory(real: Real) -> None:

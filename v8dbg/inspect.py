@@ -279,29 +279,21 @@ def _container(ctx: _Ctx, v: dict, level: int, a: str) -> str:
         data = " ".join(v["bytes"][i:i + 2] for i in range(0, len(v["bytes"]), 2))
         more = " ..." if v.get("truncated") else ""
         output = [f"[Uint8Contents]: <{data}{more}>", f"byteLength: {v['byte_length']}"]
-    elif t == "map":
-        if v.get("weak") and not v.get("entries"):
+    elif t in ("map", "set"):
+        items = v.get("entries" if t == "map" else "values", [])
+        if v.get("weak") and not items:
             output = ["<items unknown>"]
         ctx.indent += 2
         try:
-            for k, val in v.get("entries", []):
-                output.append(f"{_fmt(ctx, k, ctx_level)} => {_fmt(ctx, val, ctx_level)}")
+            if t == "map":
+                output += [f"{_fmt(ctx, k, ctx_level)} => {_fmt(ctx, val, ctx_level)}"
+                           for k, val in items]
+            else:
+                output += [_fmt(ctx, x, ctx_level) for x in items]
         finally:
             ctx.indent -= 2
-        shown = len(v.get("entries", []))
-        if not v.get("weak") and v.get("size", shown) > shown:
-            output.append(f"... {v['size'] - shown} more items")
-    elif t == "set":
-        if v.get("weak") and not v.get("values"):
-            output = ["<items unknown>"]
-        ctx.indent += 2
-        try:
-            output += [_fmt(ctx, x, ctx_level) for x in v.get("values", [])]
-        finally:
-            ctx.indent -= 2
-        shown = len(v.get("values", []))
-        if not v.get("weak") and v.get("size", shown) > shown:
-            output.append(f"... {v['size'] - shown} more items")
+        if not v.get("weak") and v.get("size", len(items)) > len(items):
+            output.append(f"... {v['size'] - len(items)} more items")
     elif t == "promise":
         if v.get("state") == "pending":
             output = ["<pending>"]

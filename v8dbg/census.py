@@ -391,7 +391,7 @@ def _marks(prog: Program, p: Page, lay: _Layout) -> list[int] | None:
         state = prog.mem.u64(p.meta + lay.sweep_state)
     except TargetMemoryError:
         return None
-    if state == 0 or state > 16:
+    if state == 0 or state > 16:  # swept, or not a state word at all (a damaged header)
         return None
     bits = lay.align // 8
     try:
@@ -584,7 +584,6 @@ class Walker:
 
     def __init__(self, prog: Program, h: Heap) -> None:
         self.prog = prog
-        self.mark_bits = max(1, prog.md.consts.get("PageMarkBits", 1))
         self.h = h
         self.cls = _Classifier(h)
         self.cache: dict[int, tuple[int, int, int, bool]] = {}
@@ -685,7 +684,7 @@ class Walker:
         """`walk` for a page not yet swept: only the objects at its mark bits."""
         assert p.marks is not None
         n = len(words)
-        step = self.mark_bits
+        step = max(1, _Layout(self.prog).mark_bits)  # mark bits per live object
         nxt = 0
         seen = 0
         for i in p.marks:

@@ -89,10 +89,7 @@ def _thread_heap(prog: Program, t, page_heap: dict[int, int], align: int) -> int
     hits: dict[int, int] = {}
     mask = ~(align - 1)
     n = len(data) // 8
-    try:
-        import numpy as np
-    except ImportError:
-        np = None
+    np = census._numpy()
     if np is not None:
         words = np.frombuffer(data, dtype="<u8", count=n) & np.uint64(mask & (1 << 64) - 1)
         pages = np.array(sorted(page_heap), dtype=np.uint64)

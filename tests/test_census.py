@@ -168,3 +168,23 @@ def test_unswept_dead_not_counted(frontend: str, version: str) -> None:
     one = json_line(outs[3])["instances"][0]
     refs = json_line(run(frontend, version, d / "core", [f"findjsrefs --json {one}"])[0])
     assert any(r["holder_type"] == "array" and r["via"].startswith("[") for r in refs["refs"]), refs
+
+
+@pytest.mark.parametrize("version", [VERSIONS[0], VERSIONS[-1]])
+def test_unswept_without_numpy(version: str) -> None:
+    """The pure-Python reading of mark bits (no NumPy in the debugger's Python) agrees."""
+    import os
+    import subprocess
+    import sys
+    from support import ROOT, node_binary
+    d = make_core(version, "census_sweep.js", flags=("--expose-gc", "--no-concurrent-sweeping"))
+    p = subprocess.run([sys.executable, "-m", "v8dbg", "findjsobjects", "--json", "--core",
+                        str(d / "core"), "--binary", str(node_binary(version))], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, V8DBG_NO_NUMPY="1"))
+    doc = json_line(p.stdout)
+    counts: Counter = Counter()
+    for g in doc["groups"]:
+        counts[g["constructor"]] += g["count"]
+    assert doc["unswept_pages"] > 0
+    assert counts["Kept"] == 200000 and counts["Dropped"] == 1, counts

@@ -179,8 +179,8 @@ def damaged(version: str, kind: str) -> tuple[Path, Path]:
     rng = random.Random(f"{SEED}-{version}-{kind}")
     size = orig.stat().st_size
     sys.path.insert(0, str(ROOT))
-    from v8dbg.corefile import CoreBackend
-    from v8dbg.elf import ElfFile
+    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.target.elf import ElfFile
     if kind == "random":
         core.write_bytes(rng.randbytes(1 << 20))
     elif kind == "empty":
@@ -451,7 +451,7 @@ def test_cli_reader_goes_away() -> None:
 def test_control_characters_are_escaped() -> None:
     """Text from a damaged target (a source with NUL bytes, terminal escapes) prints
     escaped: gdb refuses a NUL ("embedded null character"), escapes drive terminals."""
-    from v8dbg.commands import printable
+    from v8dbg.commands.base import printable
     assert printable("a\x00b\x1b[31mc\td\ne\x7f") == "a\\x00b\\x1b[31mc\td\ne\\x7f"
     assert printable("plain — ünïcode") == "plain — ünïcode"
     assert printable("line 1\r\nline 2\r") == "line 1\nline 2\\x0d"

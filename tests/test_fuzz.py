@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 from support import make_core, node_binary
 
 from v8dbg.errors import TargetMemoryError, V8DbgError
-from v8dbg.frames import StackDecoder
-from v8dbg.functions import Functions
-from v8dbg.heap import Heap
+from v8dbg.stack.frames import StackDecoder
+from v8dbg.v8.functions import Functions
+from v8dbg.v8.tagged import Heap
 from v8dbg.program import Program
-from v8dbg.strings import Strings
-from v8dbg.target import PAGE, Mapping, Memory, Registers, ThreadInfo
+from v8dbg.v8.strings import Strings
+from v8dbg.target.backend import PAGE, Mapping, Memory, Registers, ThreadInfo
 
 VERSION = "24.21.0"
 CALL_BOUND = 2.0
@@ -125,7 +125,7 @@ def program(backend: FakeBackend) -> Program:
 
 @pytest.fixture(scope="module")
 def real() -> Real:
-    from v8dbg.corefile import CoreBackend
+    from v8dbg.target.corefile import CoreBackend
     d = make_core(VERSION, "stack.js", ("--allow-natives-syntax",), {"V8DBG_TIER": "interpreted"})
     cb = CoreBackend(str(d / "core"), str(node_binary(VERSION)))
     prog = Program(cb, binary=str(node_binary(VERSION)))
@@ -201,7 +201,7 @@ def exercise(prog: Program, addrs: list[int], regs: Registers | None) -> None:
     s = Strings(h)
     f = Functions(h, s)
     try:
-        from v8dbg.values import Values
+        from v8dbg.values.decoder import Values
         vals: Any = Values(prog, h, s, f)
     except ImportError:
         vals = None
@@ -236,7 +236,7 @@ def exercise(prog: Program, addrs: list[int], regs: Registers | None) -> None:
             guarded(vals.closure_variables, a)
             guarded(vals.function_source, a, 4096)
         try:
-            from v8dbg.objects import constructor_name
+            from v8dbg.heap.shapes import constructor_name
             guarded(constructor_name, prog, a)
         except ImportError:
             pass
@@ -413,8 +413,8 @@ class OverlayBackend(FakeBackend):
 @pytest.fixture(scope="module")
 def heap_core() -> tuple[Any, list[tuple[int, int]]]:
     """The real core, and the [start, end) object areas of its V8 pages."""
-    from v8dbg import census
-    from v8dbg.corefile import CoreBackend
+    from v8dbg.heap import census
+    from v8dbg.target.corefile import CoreBackend
     d = make_core(VERSION, "stack.js", ("--allow-natives-syntax",), {"V8DBG_TIER": "interpreted"})
     cb = CoreBackend(str(d / "core"), str(node_binary(VERSION)))
     prog = program(OverlayBackend(cb, {}))
@@ -449,7 +449,7 @@ def damaged_heap(cb: Any, pages: list[tuple[int, int]],
 def test_census_on_damaged_heap(heap_core: tuple[Any, list[tuple[int, int]]],
                                 muts: list[tuple[int, int, int, int]]) -> None:
     """The census over a whole real heap whose words (page headers included) are damaged."""
-    from v8dbg import census
+    from v8dbg.heap import census
     cb, pages = heap_core
     prog = program(damaged_heap(cb, pages, muts))
     guarded_slow(census.scan, prog)
@@ -490,7 +490,7 @@ def guarded_slow(fn: Callable[..., Any], *args: Any) -> Any:
 def test_census_on_fake_memory(real: Real) -> None:
     """The heap census on memory that is only scraps of a heap, or random bytes."""
     try:
-        from v8dbg import census
+        from v8dbg.heap import census
     except ImportError:
         pytest.skip("no census module")
     for pages in (real.pages, random_pages(7, 16, 0.5),

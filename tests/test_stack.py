@@ -232,8 +232,8 @@ def test_gcore_core(version):
 
 def test_unknown_version_warns():
     """A V8 newer than the table: a clear warning naming the versions known."""
-    from v8dbg import layouts, metadata
-    from v8dbg.elf import ElfFile
+    from v8dbg.v8 import layouts, metadata
+    from v8dbg.target.elf import ElfFile
     md = metadata.load(ElfFile(str(node_binary(VERSIONS[-1]))))
     fake = metadata.Metadata((15, 1, 0, 0), dict(md.consts), dict(md.fields), md.type_names,
                              md.types, md.node, md.build_id, md.binary)

@@ -29,7 +29,7 @@ TEXT_EXCEPTIONS = {
 def _sess(version: str, core: Path):
     sys.path.insert(0, str(ROOT))
     from v8dbg.commands import Session, load_all
-    from v8dbg.corefile import CoreBackend
+    from v8dbg.target.corefile import CoreBackend
     load_all()
     binary = str(node_binary(version))
     be = CoreBackend(str(core), binary)
@@ -368,7 +368,7 @@ def test_live_process(version: str, debugger: str) -> None:
 def test_text_rendering() -> None:
     """Numbers and strings as JavaScript writes them; layout rules of util.inspect."""
     sys.path.insert(0, str(ROOT))
-    from v8dbg.inspect import js_number, quote, render
+    from v8dbg.values.inspect import js_number, quote, render
     cases = {1e21: "1e+21", 1e20: "100000000000000000000", 1e-7: "1e-7", 1e-6: "0.000001",
              123.456: "123.456", -2.0: "-2", 5e-324: "5e-324", 2.0 ** 60: "1152921504606847000"}
     for x, want in cases.items():
@@ -427,7 +427,7 @@ class Builder:
     def __init__(self, version: str) -> None:
         sys.path.insert(0, str(ROOT))
         from v8dbg.program import Program
-        from v8dbg.values import Values
+        from v8dbg.values.decoder import Values
         self.be = FakeBackend()
         self.prog = Program(self.be, str(node_binary(version)))
         self.md = self.prog.md

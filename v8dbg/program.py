@@ -12,12 +12,12 @@ import ctypes.util
 import os
 from dataclasses import dataclass, field
 
-from . import metadata
-from .cfi import CfiTable
-from .corefile import _build_id_from_header
-from .elf import ElfFile, open_elf
+from .v8 import metadata
+from .target.cfi import CfiTable
+from .target.corefile import _build_id_from_header
+from .target.elf import ElfFile, open_elf
 from .errors import TargetMemoryError, V8DbgError
-from .target import Backend, Memory
+from .target.backend import Backend, Memory
 
 
 @dataclass

@@ -32,9 +32,9 @@ def _load_core():
 
 core = _load_core()
 from v8dbg_core.commands import Session, load_all  # noqa: E402
-from v8dbg_core.corefile import core_process_name  # noqa: E402
+from v8dbg_core.target.corefile import core_process_name  # noqa: E402
 from v8dbg_core.errors import TargetMemoryError, V8DbgError  # noqa: E402
-from v8dbg_core.target import Registers, ThreadInfo, parse_gdb_mappings, proc_maps  # noqa: E402
+from v8dbg_core.target.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps  # noqa: E402
 
 _generation = [0]
 
@@ -114,7 +114,7 @@ class GdbBackend:
 
     def regions(self) -> list[tuple[int, int]]:
         """Readable memory: the core's segments, or /proc/PID/maps when live."""
-        from v8dbg_core.census import core_regions, proc_regions
+        from v8dbg_core.heap.census import core_regions, proc_regions
         core = _core_path()
         if core:
             return core_regions(core)

@@ -35,9 +35,9 @@ def _load_core():
 
 core = _load_core()
 from v8dbg_core.commands import Session, load_all  # noqa: E402
-from v8dbg_core.corefile import core_mappings, core_process_name  # noqa: E402
+from v8dbg_core.target.corefile import core_mappings, core_process_name  # noqa: E402
 from v8dbg_core.errors import TargetMemoryError, V8DbgError  # noqa: E402
-from v8dbg_core.target import Registers, ThreadInfo, proc_maps  # noqa: E402
+from v8dbg_core.target.backend import Registers, ThreadInfo, proc_maps  # noqa: E402
 
 
 def _target():
@@ -112,7 +112,7 @@ class LldbBackend:
 
     def _module_mappings(self):
         """Loaded sections as mappings, when the core file cannot be found."""
-        from v8dbg_core.target import Mapping
+        from v8dbg_core.target.backend import Mapping
         out = []
         for i in range(self.target.GetNumModules()):
             m = self.target.GetModuleAtIndex(i)
@@ -143,7 +143,7 @@ class LldbBackend:
         except Exception:
             out = []
         if not out:
-            from v8dbg_core.census import core_regions, proc_regions
+            from v8dbg_core.heap.census import core_regions, proc_regions
             pid = self.process.GetProcessID()
             if self.live:
                 return proc_regions(pid)
@@ -205,7 +205,7 @@ def _find_core_file(pid: int) -> str | None:
         if head[:4] != b"\x7fELF" or struct.unpack_from("<H", head, 16)[0] != 4:
             continue
         try:
-            from v8dbg_core.corefile import CoreBackend
+            from v8dbg_core.target.corefile import CoreBackend
             if CoreBackend(path).pid() == pid:
                 return path
         except V8DbgError:

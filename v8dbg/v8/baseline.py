@@ -9,7 +9,7 @@ binary (sizes per operand scale), so no per-version bytecode list is needed.
 
 from __future__ import annotations
 
-from .errors import DecodeError, TargetMemoryError
+from ..errors import DecodeError, TargetMemoryError
 from .functions import read_uvlq
 
 SIZES_SYMBOL = rb"_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE"

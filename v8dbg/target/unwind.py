@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cfi import RBP, RSP
-from .errors import TargetMemoryError
-from .program import Program
-from .target import Registers
+from ..errors import TargetMemoryError
+from ..program import Program
+from .backend import Registers
 
 MAX_FRAMES = 4096
 

@@ -13,11 +13,11 @@ import struct
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .errors import DecodeError, TargetMemoryError
+from ..errors import DecodeError, TargetMemoryError
 from .functions import iter_position_table
 
 if TYPE_CHECKING:
-    from .frames import Frame, StackDecoder
+    from ..stack.frames import Frame, StackDecoder
 
 SCAN_LIMIT = 1 << 20  # bytes searched back from a pc for its code header
 CODE_ALIGN = 32

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from . import inspect, preview
-from .commands import Result, Session, command, hexaddr
-from .errors import DecodeError, TargetMemoryError, V8DbgError
-from .values import Values, values_for
+from ..values import inspect
+
+from ..values import preview
+from .base import Result, Session, command, hexaddr
+from ..errors import DecodeError, TargetMemoryError, V8DbgError
+from ..values.decoder import Values, values_for
 
 DEFAULT_DEPTH = 2
 DEFAULT_STRLEN = 100

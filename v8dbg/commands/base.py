@@ -17,10 +17,10 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
-from . import errors
-from .errors import V8DbgError
-from .program import Program
-from .target import Backend
+from .. import errors
+from ..errors import V8DbgError
+from ..program import Program
+from ..target.backend import Backend
 
 
 @dataclass
@@ -113,7 +113,7 @@ class Session:
         if self._prog is None or self._key != key:
             prog = Program(backend, self._binary)
             prog.check_binary()
-            from .metadata import warn_once
+            from ..v8.metadata import warn_once
             if prog.md.unsupported:
                 warn_once(prog.md.unsupported)
             cut = _truncation(backend)
@@ -128,7 +128,7 @@ class Session:
             # Nothing read before can be trusted now: every command reads afresh.
             self._prog.mem.clear()
             self._prog.cache.clear()
-            from .metadata import warn_once
+            from ..v8.metadata import warn_once
             warn_once("the process is running, not stopped: its memory changes while v8dbg "
                       "reads it, so what follows may be inconsistent or fail; interrupt it "
                       "first (gdb: `interrupt -a`, lldb: `process interrupt`)", again=True)
@@ -194,7 +194,7 @@ def _truncation(backend: Backend) -> str | None:
         try:
             path = backend.core_file()  # type: ignore[attr-defined]
             if path:
-                from .corefile import CoreBackend
+                from ..target.corefile import CoreBackend
                 core = CoreBackend(path)
         except Exception:
             core = None
@@ -251,15 +251,3 @@ class Progress:
         if self.shown:
             sys.stderr.write("\r" + " " * 60 + "\r")
             sys.stderr.flush()
-
-
-def load_all() -> dict[str, Command]:
-    """Import every module that declares commands."""
-    from . import stackcmds  # noqa: F401
-    for mod in ("valuecmds", "heapcmds"):
-        try:
-            __import__(f"{__package__}.{mod}")
-        except ImportError as e:
-            if f"{mod}" not in str(e):
-                raise
-    return COMMANDS

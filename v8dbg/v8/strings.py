@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import DecodeError, TargetMemoryError
-from .heap import Heap
+from ..errors import DecodeError, TargetMemoryError
+from .tagged import Heap
 
 MAX_STEPS = 200000
 MAX_LENGTH = (1 << 30)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import codes
-from .errors import DecodeError, TargetMemoryError, V8DbgError, why
-from .functions import Functions
-from .heap import Heap
-from .program import Program
-from .strings import Strings
-from .target import Registers
-from .unwind import MachineFrame, walk
+from ..v8 import codes
+from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
+from ..v8.functions import Functions
+from ..v8.tagged import Heap
+from ..program import Program
+from ..v8.strings import Strings
+from ..target.backend import Registers
+from ..target.unwind import MachineFrame, walk
 
 INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolineForProfiling",
                         "InterpreterEnterAtBytecode", "InterpreterEnterAtNextBytecode",
@@ -199,7 +199,7 @@ class StackDecoder:
         the receiver (or its prototypes) that holds it, as V8 does.
         """
         if self._values is None:
-            from .values import Values
+            from ..values.decoder import Values
             self._values = Values(self.prog, self.h, self.s, self.f)
         vals = self._values
         try:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import DecodeError, TargetMemoryError
-from .heap import Heap
+from ..errors import DecodeError, TargetMemoryError
+from .tagged import Heap
 from .strings import Strings
 
 FUNCTION_VARIABLE_SHIFT = 12

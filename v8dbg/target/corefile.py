@@ -13,8 +13,8 @@ import struct
 from dataclasses import dataclass
 
 from .elf import PT_LOAD, PT_NOTE, ElfFile, find_build_id, parse_notes
-from .errors import TargetMemoryError, V8DbgError
-from .target import Mapping, Registers, ThreadInfo
+from ..errors import TargetMemoryError, V8DbgError
+from .backend import Mapping, Registers, ThreadInfo
 
 NT_PRSTATUS = 1
 NT_PRPSINFO = 3

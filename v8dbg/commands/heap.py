@@ -13,13 +13,13 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from . import census
-from .isolates import Isolate, choose, isolates
-from .commands import Progress, Result, Session, command, hexaddr
-from .errors import DecodeError, TargetMemoryError, V8DbgError
-from .objects import Shapes
-from .program import Program
-from .scopes import ScopeInfo
+from ..heap import census
+from ..heap.isolates import Isolate, choose, isolates
+from .base import Progress, Result, Session, command, hexaddr
+from ..errors import DecodeError, TargetMemoryError, V8DbgError
+from ..heap.shapes import Shapes
+from ..program import Program
+from ..v8.scopes import ScopeInfo
 
 MAX_DICT_SHAPES = 20000  # dictionary-mode objects whose keys are read one by one
 MAX_REF_HITS = 10000

@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Iterable
 
-from .errors import V8DbgError
+from ..errors import V8DbgError
 
 PT_LOAD = 1
 PT_NOTE = 4

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 
 from . import inspect
-from .errors import V8DbgError
-from .functions import Functions
-from .heap import Heap
-from .strings import Strings
+from ..errors import V8DbgError
+from ..v8.functions import Functions
+from ..v8.tagged import Heap
+from ..v8.strings import Strings
 
 PREVIEW_STRLEN = 40
 PREVIEW_PROPS = 12
@@ -20,7 +20,7 @@ PREVIEW_PROPS = 12
 
 def summarize(h: Heap, s: Strings, f: Functions, v: int, strlen: int = PREVIEW_STRLEN) -> dict:
     """A depth-0 VALUE for a frame's receiver or argument."""
-    from .values import Values
+    from .decoder import Values
     vals = h.prog.cache.get("values")
     if not isinstance(vals, Values) or vals.h is not h:
         vals = Values(h.prog, h, s, f)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .commands import Session, load_all
-from .errors import V8DbgError
+from . import Session, load_all
+from ..errors import V8DbgError
 
 USAGE = """usage: python -m v8dbg COMMAND [ARGS] --core CORE --binary NODE
        python -m v8dbg COMMAND -h      help for one command
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def factory():
         if not backend_box:
-            from .corefile import CoreBackend
+            from ..target.corefile import CoreBackend
             backend_box.append(CoreBackend(core, binary))  # type: ignore[arg-type]
         return backend_box[0]
 

@@ -24,10 +24,10 @@ import time
 from array import array
 from dataclasses import dataclass, field
 
-from .errors import TargetMemoryError, V8DbgError
-from .heap import Heap
-from .program import Program
-from .target import proc_map_lines
+from ..errors import TargetMemoryError, V8DbgError
+from ..v8.tagged import Heap
+from ..program import Program
+from ..target.backend import proc_map_lines
 
 PAGE_SIZE_LIMIT = 1 << 30  # a large-object page may be big, not bigger than this
 MAX_PAGES = 200000
@@ -132,7 +132,7 @@ def bulk(prog: Program):
         except Exception:
             path = None
         if path and os.path.isfile(path):
-            from .corefile import CoreBackend
+            from ..target.corefile import CoreBackend
             try:
                 cb = CoreBackend(path)
                 if cb.pid() == prog.backend.pid() or not prog.backend.pid():
@@ -168,7 +168,7 @@ def proc_regions(pid: int) -> list[tuple[int, int]]:
 
 def core_regions(path: str) -> list[tuple[int, int]]:
     """The memory a core file holds: its PT_LOAD segments with file contents."""
-    from .elf import PT_LOAD, ElfFile
+    from ..target.elf import PT_LOAD, ElfFile
     try:
         elf = ElfFile(path)
     except (V8DbgError, OSError):

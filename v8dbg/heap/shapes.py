@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import DecodeError, TargetMemoryError
-from .program import Program
-from .values import Values
+from ..errors import DecodeError, TargetMemoryError
+from ..program import Program
+from ..values.decoder import Values
 
 MAX_CHAIN = 64
 NEW_TARGET_IS_BASE = 1  # Map bit_field2 bit 0

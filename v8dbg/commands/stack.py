@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from . import errors, preview
-from .commands import Result, Session, command, hexaddr
-from .errors import V8DbgError
-from .frames import Frame, StackDecoder
-from .program import Program
-from .target import ThreadInfo
+from .. import errors
+
+from ..values import preview
+from .base import Result, Session, command, hexaddr
+from ..errors import V8DbgError
+from ..stack.frames import Frame, StackDecoder
+from ..program import Program
+from ..target.backend import ThreadInfo
 
 
 MAX_THREADS = 4096
@@ -183,7 +185,7 @@ def _jsframe(p: argparse.ArgumentParser):
         fj = frame_json(dec, fr, True)
         extra: list[str] = []
         if fr.kind == "js" and fr.function_address is not None:
-            from .valuecmds import frame_details
+            from .values import frame_details
             extra = frame_details(prog, fr, fj, args.v)
         lines = [frame_text(fj, True)] + extra
         if fr.kind == "js" and fr.sfi is not None:
@@ -219,7 +221,7 @@ def _source_lines(dec: StackDecoder, fr: Frame, context: int = 3) -> list:
 @command("v8dbg", "list the v8dbg commands", needs_program=False)
 def _help(p: argparse.ArgumentParser):
     def run(sess: Session, args: argparse.Namespace) -> Result:
-        from .commands import COMMANDS
+        from .base import COMMANDS
         rows = [(c.name, c.summary) for c in COMMANDS.values() if c.name != "v8dbg"]
         text = "v8dbg commands (each takes -h for help):\n" + "\n".join(
             f"  {n:16} {s}" for n, s in sorted(rows))

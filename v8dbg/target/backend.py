@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from .errors import TargetMemoryError
+from ..errors import TargetMemoryError
 
 PAGE = 4096
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import struct
 
-from .errors import DecodeError, TargetMemoryError
-from .program import Program
+from ..errors import DecodeError, TargetMemoryError
+from ..program import Program
 
 MAX_FIXED_ARRAY = 1 << 24
 

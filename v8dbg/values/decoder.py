@@ -15,11 +15,11 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DecodeError, TargetMemoryError, V8DbgError, why
-from .functions import Functions
-from .heap import Heap
-from .program import Program
-from .strings import Strings
+from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
+from ..v8.functions import Functions
+from ..v8.tagged import Heap
+from ..program import Program
+from ..v8.strings import Strings
 
 MAX_PROPERTIES = 4096  # own properties read per object
 MAX_DICT_CAPACITY = 1 << 20  # hash-table slots scanned per table
@@ -1075,7 +1075,7 @@ class Values:
     def closure_variables(self, fn: int, depth: int = 0, strlen: int = 100, max_props: int = 1000,
                           max_scopes: int = MAX_CHAIN) -> list[dict]:
         """Variables of every context enclosing a function, innermost first."""
-        from .scopes import ScopeInfo
+        from ..v8.scopes import ScopeInfo
         h = self.h
         if not self.f.is_function(fn):
             raise DecodeError(f"0x{fn:x} is not a JavaScript function")
@@ -1131,7 +1131,7 @@ def values_for(prog: Program) -> Values:
     """The program's Values decoder, shared with the stack decoder's primitives."""
     v = prog.cache.get("values")
     if not isinstance(v, Values):
-        from .stackcmds import decoder
+        from ..commands.stack import decoder
         dec = decoder(prog)
         v = Values(prog, dec.h, dec.s, dec.f)
         prog.cache["values"] = v

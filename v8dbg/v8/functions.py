@@ -11,8 +11,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from .errors import DecodeError, TargetMemoryError
-from .heap import Heap
+from ..errors import DecodeError, TargetMemoryError
+from .tagged import Heap
 from .strings import Strings
 
 MAX_TABLE_BYTES = 4 << 20

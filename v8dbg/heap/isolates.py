@@ -15,8 +15,8 @@ import struct
 from dataclasses import dataclass, field
 
 from . import census
-from .errors import V8DbgError
-from .program import Program
+from ..errors import V8DbgError
+from ..program import Program
 
 STACK_SCAN_BYTES = 2 << 20  # of each thread's stack, from its stack pointer up
 MIN_STACK_HITS = 4  # stack words that must point into a heap to tie a thread to it

@@ -119,7 +119,7 @@ def program(backend: FakeBackend) -> Program:
         PROG["p"] = prog
     prog.backend = backend
     prog.mem = Memory(backend)
-    prog.cache.clear()
+    prog.forget()
     return prog
 
 
@@ -202,7 +202,7 @@ def exercise(prog: Program, addrs: list[int], regs: Registers | None) -> None:
     f = Functions(h, s)
     try:
         from v8dbg.values.decoder import Values
-        vals: Any = Values(prog, h, s, f)
+        vals: Any = Values(prog)
     except ImportError:
         vals = None
     for a in addrs:

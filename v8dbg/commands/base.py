@@ -127,7 +127,7 @@ class Session:
         if getattr(backend, "live", False) and _running(backend):
             # Nothing read before can be trusted now: every command reads afresh.
             self._prog.mem.clear()
-            self._prog.cache.clear()
+            self._prog.forget()
             from ..v8.metadata import warn_once
             warn_once("the process is running, not stopped: its memory changes while v8dbg "
                       "reads it, so what follows may be inconsistent or fail; interrupt it "

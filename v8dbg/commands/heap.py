@@ -1,7 +1,7 @@
 """Heap commands: findjsobjects, findjsinstances, findjsrefs, jsfunctions, nodeinfo.
 
-All of them start from one census of the heap (census.py), kept in
-`prog.cache` so that later commands on the same target reuse it.
+All of them start from one census of the heap (heap/census.py), kept in
+`prog.heap_state` so that later commands on the same target reuse it.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def _where(prog: Program, iso: Isolate) -> str:
 
 
 def _census(prog: Program, heap: int) -> census.Census:
-    c = prog.cache.get(("census", heap))
-    if isinstance(c, census.Census):
+    c = prog.heap_state.census.get(heap)
+    if c is not None:
         return c
     prog_line = Progress("scanning the heap")
     try:
@@ -61,11 +61,7 @@ def _census(prog: Program, heap: int) -> census.Census:
 
 
 def _shapes(prog: Program) -> Shapes:
-    sh = prog.cache.get("shapes")
-    if not isinstance(sh, Shapes):
-        sh = Shapes(prog)
-        prog.cache["shapes"] = sh
-    return sh
+    return prog.shapes
 
 
 @dataclass
@@ -80,7 +76,7 @@ class Group:
 
 def _groups(prog: Program, heap: int) -> list[Group]:
     """Live JS objects grouped by constructor name and property names."""
-    cached = prog.cache.get(("census_groups", heap))
+    cached = prog.heap_state.groups.get(heap)
     if isinstance(cached, list):
         return cached
     c = _census(prog, heap)
@@ -115,7 +111,7 @@ def _groups(prog: Program, heap: int) -> list[Group]:
         g.size += st.size
         g.maps.append(st.map)
     out = sorted(groups.values(), key=lambda g: (-g.count, g.constructor, g.properties))
-    prog.cache[("census_groups", heap)] = out
+    prog.heap_state.groups[heap] = out
     return out
 
 
@@ -483,8 +479,8 @@ def _jsfunctions(p: argparse.ArgumentParser):
 
 
 def functions(prog: Program, heap: int) -> list[dict]:
-    cached = prog.cache.get(("census_functions", heap))
-    if isinstance(cached, list):
+    cached = prog.heap_state.functions.get(heap)
+    if cached is not None:
         return cached
     c = _census(prog, heap)
     sh = _shapes(prog)
@@ -521,7 +517,7 @@ def functions(prog: Program, heap: int) -> list[dict]:
         rows.append({"name": name, "script": script, "line": line, "column": col,
                      "closures": n, "shared": hexaddr(sfi)})
     rows.sort(key=lambda r: (-r["closures"], r["name"] or "", r["shared"]))
-    prog.cache[("census_functions", heap)] = rows
+    prog.heap_state.functions[heap] = rows
     return rows
 
 

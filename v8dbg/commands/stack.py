@@ -17,14 +17,6 @@ from ..target.backend import ThreadInfo
 MAX_THREADS = 4096
 
 
-def decoder(prog: Program) -> StackDecoder:
-    dec = prog.cache.get("stack_decoder")
-    if not isinstance(dec, StackDecoder):
-        dec = StackDecoder(prog)
-        prog.cache["stack_decoder"] = dec
-    return dec
-
-
 def pick_thread(prog: Program, tid: int | None) -> ThreadInfo:
     threads = prog.backend.threads()
     if not threads:
@@ -43,17 +35,7 @@ def pick_thread(prog: Program, tid: int | None) -> ThreadInfo:
 
 
 def thread_frames(prog: Program, thread: ThreadInfo) -> list[Frame]:
-    # Notes on undecodable frames say more in debug mode: keep both kinds apart.
-    key = f"frames:{thread.tid}:{int(errors.DEBUG)}"
-    cached = prog.cache.get(key)
-    if isinstance(cached, list):
-        return cached
-    if thread.regs is None:
-        # A debugger gives no registers for a thread that is running.
-        raise V8DbgError(f"no registers for thread {thread.tid}")
-    frames = decoder(prog).decode(thread.regs)
-    prog.cache[key] = frames
-    return frames
+    return prog.stack.frames_of(thread, errors.DEBUG)
 
 
 def frame_json(dec: StackDecoder, fr: Frame, verbose: bool) -> dict:
@@ -83,7 +65,7 @@ def frame_json(dec: StackDecoder, fr: Frame, verbose: bool) -> dict:
 def _summary(dec: StackDecoder, v: int | None) -> dict:
     if v is None:
         return {"type": "undefined"}
-    return preview.summarize(dec.h, dec.s, dec.f, v)
+    return preview.summarize(dec.prog.values, v)
 
 
 def frame_text(fj: dict, verbose: bool) -> str:
@@ -133,7 +115,7 @@ def _jsstack(p: argparse.ArgumentParser):
 
     def one(prog: Program, thread: ThreadInfo, args: argparse.Namespace) -> tuple[dict, str]:
         frames = thread_frames(prog, thread)
-        dec = decoder(prog)
+        dec = prog.stack
         shown = [fr for fr in frames if args.a or fr.kind != "internal"]
         if args.n is not None:
             shown = shown[:args.n]
@@ -181,7 +163,7 @@ def _jsframe(p: argparse.ArgumentParser):
         if not 0 <= args.n < len(frames):
             raise V8DbgError(f"jsframe: no frame {args.n} (frames 0-{len(frames) - 1})")
         fr = frames[args.n]
-        dec = decoder(prog)
+        dec = prog.stack
         fj = frame_json(dec, fr, True)
         extra: list[str] = []
         if fr.kind == "js" and fr.function_address is not None:

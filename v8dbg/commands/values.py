@@ -9,7 +9,7 @@ from ..values import inspect
 from ..values import preview
 from .base import Result, Session, command, hexaddr
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
-from ..values.decoder import Values, values_for
+from ..values.decoder import Values
 
 DEFAULT_DEPTH = 2
 DEFAULT_STRLEN = 100
@@ -18,7 +18,7 @@ DEFAULT_STRLEN = 100
 def _target(sess: Session, text: str) -> tuple[Values, int]:
     prog = sess.program()
     addr = sess.evaluate(text)
-    return values_for(prog), addr & ((1 << 64) - 1)
+    return prog.values, addr & ((1 << 64) - 1)
 
 
 def _check_pointer(vals: Values, addr: int, what: str) -> None:
@@ -185,7 +185,7 @@ def frame_details(prog, fr, fj: dict, full: bool) -> list[str]:
     Adds `closure` (and deeper `this`/`args` when full) to the frame's JSON
     and returns the text lines for the closure variables.
     """
-    vals = values_for(prog)
+    vals = prog.values
     depth = DEFAULT_DEPTH if full else 0
     if full:
         if fr.receiver is not None:

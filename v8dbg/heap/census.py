@@ -17,6 +17,8 @@ their top.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import bisect
 import os
 import struct
@@ -26,8 +28,10 @@ from dataclasses import dataclass, field
 
 from ..errors import TargetMemoryError, V8DbgError
 from ..v8.tagged import Heap
-from ..program import Program
 from ..target.backend import proc_map_lines
+
+if TYPE_CHECKING:
+    from ..program import Program
 
 PAGE_SIZE_LIMIT = 1 << 30  # a large-object page may be big, not bigger than this
 MAX_PAGES = 200000
@@ -121,9 +125,9 @@ def bulk(prog: Program):
     """What to read whole pages from: a debugger's core file directly when it
     names one (far faster than the debugger's memory API, and the debugger
     does not map the pages into its own memory), else the backend."""
-    cached = prog.cache.get("census_bulk")
-    if cached is not None:
-        return cached
+    st = prog.heap_state
+    if st.bulk is not None:
+        return st.bulk
     out = prog.backend
     fn = getattr(prog.backend, "core_file", None)
     if fn is not None and getattr(prog.backend, "kind", "") != "core":
@@ -139,7 +143,7 @@ def bulk(prog: Program):
                     out = cb
             except V8DbgError:
                 pass
-    prog.cache["census_bulk"] = out
+    st.bulk = out
     return out
 
 
@@ -184,9 +188,8 @@ def core_regions(path: str) -> list[tuple[int, int]]:
 
 def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
     """Every V8 page of the target, grouped by the Heap (one per isolate) that owns it."""
-    cached = prog.cache.get("census_heaps")
-    if isinstance(cached, dict):
-        return cached
+    if prog.heap_state.heaps is not None:
+        return prog.heap_state.heaps
     backend = bulk(prog)
     cands: list[Page] = []
 
@@ -227,7 +230,7 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
     # page; a real isolate has at least a few pages of each of its spaces.
     real = {h: ps for h, ps in heaps.items() if len(ps) >= MIN_HEAP_PAGES}
     out = real or heaps
-    prog.cache["census_heaps"] = out
+    prog.heap_state.heaps = out
     return out
 
 
@@ -1109,14 +1112,12 @@ def layout(prog: Program) -> _Layout:
 
 def scan(prog: Program, heap: int | None = None, progress=None) -> Census:
     """The census of one isolate's heap; cached on the program until it runs again."""
-    cached = prog.cache.get(("census", heap))
-    if isinstance(cached, Census):
+    cached = prog.heap_state.census.get(heap) if heap is not None else None
+    if cached is not None:
         return cached
     t0 = time.monotonic()
     lay = _Layout(prog)
-    h = prog.cache.get("heap")
-    if not isinstance(h, Heap):
-        h = Heap(prog)
+    h = prog.heap
     heap, pages = find_pages(prog, lay, heap)
     live = _plan(prog, heap, pages, lay)
     w = Walker(prog, h)
@@ -1155,17 +1156,17 @@ def scan(prog: Program, heap: int | None = None, progress=None) -> Census:
             st.size = st.count * 8 * (info[1] if info else 0)
     c = Census(live, stats, total, total_bytes, time.monotonic() - t0, w.unknown, heap,
                sum(1 for p in live if p.marks is not None))
-    prog.cache[("census", heap)] = c
-    prog.cache["census_walker"] = w
+    prog.heap_state.census[heap] = c
+    prog.heap_state.walker = w
     return c
 
 
 def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:
     """(address, map, size in words) of each live object of one page."""
-    w = prog.cache.get("census_walker")
+    w = prog.heap_state.walker
     if not isinstance(w, Walker):
-        w = Walker(prog, Heap(prog))
-        prog.cache["census_walker"] = w
+        w = Walker(prog, prog.heap)
+        prog.heap_state.walker = w
     words = w.read_page(p)
     if words is None:
         return []

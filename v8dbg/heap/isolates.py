@@ -10,13 +10,17 @@ matched to the heap that most of its stack words point into.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import bisect
 import struct
 from dataclasses import dataclass, field
 
 from . import census
 from ..errors import V8DbgError
-from ..program import Program
+
+if TYPE_CHECKING:
+    from ..program import Program
 
 STACK_SCAN_BYTES = 2 << 20  # of each thread's stack, from its stack pointer up
 MIN_STACK_HITS = 4  # stack words that must point into a heap to tie a thread to it
@@ -45,9 +49,8 @@ class Isolate:
 
 def isolates(prog: Program) -> list[Isolate]:
     """The target's isolates: the main thread's first, then by their threads' ids."""
-    cached = prog.cache.get("isolates")
-    if isinstance(cached, list):
-        return cached
+    if prog.heap_state.isolates is not None:
+        return prog.heap_state.isolates
     lay = census.layout(prog)
     heaps = census.find_heaps(prog, lay)
     page_heap = {p.address: h for h, ps in heaps.items() for p in ps}
@@ -66,7 +69,7 @@ def isolates(prog: Program) -> list[Isolate]:
            for h in sorted(heaps, key=order)]
     for i, iso in enumerate(out):
         iso.index = i
-    prog.cache["isolates"] = out
+    prog.heap_state.isolates = out
     return out
 
 

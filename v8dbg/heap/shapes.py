@@ -11,11 +11,14 @@ prototype chain), so the census computes it once per map.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 
 from ..errors import DecodeError, TargetMemoryError
-from ..program import Program
-from ..values.decoder import Values
+
+if TYPE_CHECKING:
+    from ..program import Program
 
 MAX_CHAIN = 64
 NEW_TARGET_IS_BASE = 1  # Map bit_field2 bit 0
@@ -43,8 +46,8 @@ class Shape:
 class Shapes:
     """Constructor and property names of maps, cached per map."""
 
-    def __init__(self, prog: Program, values: Values | None = None) -> None:
-        self.v = values or Values(prog)
+    def __init__(self, prog: Program) -> None:
+        self.v = prog.values
         self.h = self.v.h
         self.md = self.h.md
         self.f = self.v.f
@@ -161,8 +164,5 @@ class Shapes:
 
 def constructor_name(prog: Program, obj: int) -> str:
     """V8's constructor name of one object (the census's grouping name)."""
-    sh = prog.cache.get("shapes")
-    if not isinstance(sh, Shapes):
-        sh = Shapes(prog)
-        prog.cache["shapes"] = sh
+    sh = prog.shapes
     return sh.shape(sh.h.map_of(obj), obj).constructor

@@ -10,16 +10,16 @@ position table with inlining (Maglev, TurboFan).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass, field
 
-from ..v8 import codes
 from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
-from ..v8.functions import Functions
-from ..v8.tagged import Heap
-from ..program import Program
-from ..v8.strings import Strings
-from ..target.backend import Registers
+from ..target.backend import Registers, ThreadInfo
 from ..target.unwind import MachineFrame, walk
+
+if TYPE_CHECKING:
+    from ..program import Program
 
 INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolineForProfiling",
                         "InterpreterEnterAtBytecode", "InterpreterEnterAtNextBytecode",
@@ -61,9 +61,9 @@ class StackDecoder:
 
     def __init__(self, prog: Program) -> None:
         self.prog = prog
-        self.h = Heap(prog)
-        self.s = Strings(self.h)
-        self.f = Functions(self.h, self.s)
+        self.h = prog.heap
+        self.s = prog.strings
+        self.f = prog.functions
         md = prog.md
         self.md = md
         self.off_marker = md.const("off_fp_context_or_frame_type", md.const("off_fp_context"))
@@ -73,8 +73,9 @@ class StackDecoder:
         self.off_bc_offset = md.const("off_fp_bytecode_offset")
         self.frame_types = {v: k[len("frametype_"):] for k, v in md.consts.items()
                             if k.startswith("frametype_")}
-        self.code = codes.Codes(prog, self.h, self.f)
-        self._values = None
+        self.code = prog.codes
+        # Each thread's frames, per debug mode (notes on undecodable frames say more there).
+        self._threads: dict[tuple[int, bool], list[Frame]] = {}
 
     # -- classification --------------------------------------------------
 
@@ -86,6 +87,19 @@ class StackDecoder:
         if 0 <= v < 1 << 16:
             return v >> 1
         return -1
+
+    def frames_of(self, thread: ThreadInfo, debug: bool = False) -> list[Frame]:
+        """A thread's frames, decoded once per target state."""
+        key = (thread.tid, debug)
+        cached = self._threads.get(key)
+        if cached is not None:
+            return cached
+        if thread.regs is None:
+            # A debugger gives no registers for a thread that is running.
+            raise V8DbgError(f"no registers for thread {thread.tid}")
+        frames = self.decode(thread.regs)
+        self._threads[key] = frames
+        return frames
 
     def decode(self, regs: Registers, limit: int = 4096) -> list[Frame]:
         machine = walk(self.prog, regs, limit)
@@ -198,10 +212,7 @@ class StackDecoder:
         a nameless function called as a method is named by the property of
         the receiver (or its prototypes) that holds it, as V8 does.
         """
-        if self._values is None:
-            from ..values.decoder import Values
-            self._values = Values(self.prog, self.h, self.s, self.f)
-        vals = self._values
+        vals = self.prog.values
         try:
             v = vals.own_data_property(fn, "name")
         except (DecodeError, TargetMemoryError, V8DbgError):
@@ -215,7 +226,7 @@ class StackDecoder:
 
     def _method_name(self, receiver: int, fn: int) -> str | None:
         """The key under which `receiver` or a prototype holds `fn` (bounded search)."""
-        h, vals = self.h, self._values
+        h, vals = self.h, self.prog.values
         obj = receiver
         for _ in range(MAX_PROTOTYPES):
             try:

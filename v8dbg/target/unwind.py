@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from .cfi import RBP, RSP
 from ..errors import TargetMemoryError
-from ..program import Program
 from .backend import Registers
+from .process import Target
 
 MAX_FRAMES = 4096
 
@@ -27,7 +27,7 @@ class MachineFrame:
     native: bool  # unwound through CFI (C/C++); else a V8 or unknown frame
 
 
-def walk(prog: Program, regs: Registers, limit: int = MAX_FRAMES) -> list[MachineFrame]:
+def walk(prog: Target, regs: Registers, limit: int = MAX_FRAMES) -> list[MachineFrame]:
     mem = prog.mem
     pc, sp, fp = regs.rip, regs.rsp, regs.rbp
     frames: list[MachineFrame] = []

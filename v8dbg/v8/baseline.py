@@ -10,6 +10,7 @@ binary (sizes per operand scale), so no per-version bytecode list is needed.
 from __future__ import annotations
 
 from ..errors import DecodeError, TargetMemoryError
+from ..target.elf import ElfFile
 from .functions import read_uvlq
 
 SIZES_SYMBOL = rb"_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE"
@@ -17,29 +18,26 @@ PREFIX_SCALE = {0: 1, 1: 2}  # Wide -> double operands, ExtraWide -> quadruple
 MAX_BYTECODE = 1 << 22
 
 
-def _sizes(prog) -> list[bytes] | None:
-    cached = prog.cache.get("bytecode_sizes")
-    if cached is not None:
-        return cached or None
-    out: list[bytes] = []
-    found = prog.binary.symbols_matching(SIZES_SYMBOL)
+def read_sizes(binary: ElfFile) -> list[bytes] | None:
+    """V8's operand-size table, one row per operand scale, from the binary's symbol."""
+    found = binary.symbols_matching(SIZES_SYMBOL)
     addr = found.get(SIZES_SYMBOL.decode())
-    if addr is not None:
-        span = prog.binary.symbol_start(addr)
-        size = span[1] if span else 0
-        data = prog.binary.read(addr, size) if size and size % 3 == 0 else None
-        if data:
-            n = size // 3
-            out = [data[0:n], data[n:2 * n], data[2 * n:3 * n]]
-    prog.cache["bytecode_sizes"] = out
-    return out or None
+    if addr is None:
+        return None
+    span = binary.symbol_start(addr)
+    size = span[1] if span else 0
+    data = binary.read(addr, size) if size and size % 3 == 0 else None
+    if not data:
+        return None
+    n = size // 3
+    return [data[0:n], data[n:2 * n], data[2 * n:3 * n]]
 
 
 def bytecode_offset(codes, info, bytecode: int, pc: int) -> int | None:
     """Offset of the bytecode whose baseline machine code contains pc (a return address)."""
     prog = codes.prog
     h = codes.h
-    sizes = _sizes(prog)
+    sizes = prog.bytecode_sizes
     if sizes is None:
         return None
     try:

@@ -8,10 +8,14 @@ length taken from the target is capped by the caller's limit.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import struct
 
 from ..errors import DecodeError, TargetMemoryError
-from ..program import Program
+
+if TYPE_CHECKING:
+    from ..program import Program
 
 MAX_FIXED_ARRAY = 1 << 24
 

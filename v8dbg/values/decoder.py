@@ -13,13 +13,12 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
-from ..v8.functions import Functions
-from ..v8.tagged import Heap
-from ..program import Program
-from ..v8.strings import Strings
+
+if TYPE_CHECKING:
+    from ..program import Program
 
 MAX_PROPERTIES = 4096  # own properties read per object
 MAX_DICT_CAPACITY = 1 << 20  # hash-table slots scanned per table
@@ -88,12 +87,11 @@ def hexaddr(v: int) -> str:
 class Values:
     """Decodes tagged values of one program."""
 
-    def __init__(self, prog: Program, heap: Heap | None = None, strings: Strings | None = None,
-                 functions: Functions | None = None) -> None:
+    def __init__(self, prog: Program) -> None:
         self.prog = prog
-        self.h = heap or Heap(prog)
-        self.s = strings or Strings(self.h)
-        self.f = functions or Functions(self.h, self.s)
+        self.h = prog.heap
+        self.s = prog.strings
+        self.f = prog.functions
         self.md = self.h.md
         self.mem = self.h.mem
         md = self.md
@@ -1125,14 +1123,3 @@ class Values:
             raise V8DbgError(f"the script of function 0x{fn:x} has no source text")
         lc = self.f.position_to_line_col(script, start)
         return src[start:end], lc.line, lc.column
-
-
-def values_for(prog: Program) -> Values:
-    """The program's Values decoder, shared with the stack decoder's primitives."""
-    v = prog.cache.get("values")
-    if not isinstance(v, Values):
-        from ..commands.stack import decoder
-        dec = decoder(prog)
-        v = Values(prog, dec.h, dec.s, dec.f)
-        prog.cache["values"] = v
-    return v

@@ -10,21 +10,14 @@ import re
 
 from . import inspect
 from ..errors import V8DbgError
-from ..v8.functions import Functions
-from ..v8.tagged import Heap
-from ..v8.strings import Strings
+from .decoder import Values
 
 PREVIEW_STRLEN = 40
 PREVIEW_PROPS = 12
 
 
-def summarize(h: Heap, s: Strings, f: Functions, v: int, strlen: int = PREVIEW_STRLEN) -> dict:
+def summarize(vals: Values, v: int, strlen: int = PREVIEW_STRLEN) -> dict:
     """A depth-0 VALUE for a frame's receiver or argument."""
-    from .decoder import Values
-    vals = h.prog.cache.get("values")
-    if not isinstance(vals, Values) or vals.h is not h:
-        vals = Values(h.prog, h, s, f)
-        h.prog.cache["values"] = vals
     try:
         return vals.decode(v, 0, strlen, PREVIEW_PROPS)
     except V8DbgError as e:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from . import inspect
 from ..errors import V8DbgError
+from . import inspect
 from .decoder import Values
 
 PREVIEW_STRLEN = 40

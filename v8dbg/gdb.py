@@ -1,4 +1,4 @@
-"""v8dbg for gdb: `source plugins/gdb/v8dbg.py`, then `v8dbg` lists the commands.
+"""v8dbg in gdb: `python import v8dbg.gdb` (or `v8dbg gdb`), then `v8dbg` lists the commands.
 
 A thin adapter: it gives the shared core gdb's memory, threads and mappings,
 and prints what the core returns. It reads only; it never writes to the
@@ -7,34 +7,14 @@ inferior or calls functions in it.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 
 import gdb  # type: ignore[import-not-found]
 
-
-def _load_core():
-    """Import the core package from this checkout under its own name."""
-    if "v8dbg_core" in sys.modules:
-        return sys.modules["v8dbg_core"]
-    # This file's own path: gdb leaves __file__ naming an outer script when one
-    # script sources another, but the code object always knows its file.
-    here = os.path.dirname(os.path.abspath(_load_core.__code__.co_filename))
-    pkg = os.path.join(os.path.dirname(os.path.dirname(here)), "v8dbg")
-    spec = importlib.util.spec_from_file_location(
-        "v8dbg_core", os.path.join(pkg, "__init__.py"), submodule_search_locations=[pkg])
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["v8dbg_core"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-core = _load_core()
-from v8dbg_core.commands import Session, load_all  # noqa: E402
-from v8dbg_core.corefile import core_process_name  # noqa: E402
-from v8dbg_core.errors import TargetMemoryError, V8DbgError  # noqa: E402
-from v8dbg_core.target import Registers, ThreadInfo, parse_gdb_mappings, proc_maps  # noqa: E402
+from .commands import COMMANDS, Command, Session, load_all
+from .corefile import core_process_name
+from .errors import TargetMemoryError, V8DbgError
+from .target import Registers, ThreadInfo, parse_gdb_mappings, proc_maps
 
 _generation = [0]
 
@@ -114,7 +94,7 @@ class GdbBackend:
 
     def regions(self) -> list[tuple[int, int]]:
         """Readable memory: the core's segments, or /proc/PID/maps when live."""
-        from v8dbg_core.census import core_regions, proc_regions
+        from .census import core_regions, proc_regions
         core = _core_path()
         if core:
             return core_regions(core)
@@ -219,32 +199,82 @@ def _factory():
     return _backend[0][1]
 
 
-SESSION = Session(_factory, evaluate=_evaluate)
+SESSION = Session(_factory, evaluate=_evaluate,
+                  no_binary="no node binary: load it first (`file /path/to/node`, or start "
+                            "gdb as `gdb /path/to/node CORE` or `gdb -p PID`)")
 
 _ADDRESS_COMMANDS = {"jsprint", "jsclosure", "jssource", "jsconstructor", "findjsrefs"}
 
 
-def _make(cmd):
-    completer = gdb.COMPLETE_EXPRESSION if cmd.name in _ADDRESS_COMMANDS else gdb.COMPLETE_NONE
+def _doc(cmd: Command) -> str:
+    """gdb shows a command's first line as its summary in `help v8dbg`."""
+    return f"{cmd.summary[:1].upper()}{cmd.summary[1:]}.\n\n{cmd.help.rstrip()}"
 
+
+def _complete_flags(cmd: Command, text: str, word: str | None):
+    """Complete a flag; otherwise an expression where the command takes an address."""
+    token = "" if not text or text[-1:].isspace() else text.split()[-1]
+    if token.startswith("-"):
+        # gdb breaks words at '-': it replaces only `word`, the end of the token.
+        cut = len(token) - len(word or "")
+        return sorted(f[cut:] for f in cmd.flags() if f.startswith(token))
+    return gdb.COMPLETE_EXPRESSION if cmd.name in _ADDRESS_COMMANDS else []
+
+
+def _run(name: str, argument: str) -> None:
+    """Run one command; a failure is a gdb error, so a script stops and -batch fails."""
+    try:
+        argv = gdb.string_to_argv(argument)
+    except Exception:
+        argv = argument.split()
+    text, ok = SESSION.run(name, argv)
+    if not ok:
+        raise gdb.GdbError(text)
+    if text:
+        gdb.write(text + "\n")
+
+
+class _Prefix(gdb.Command):
+    """JavaScript stacks, values and heap of a Node.js process or core.
+
+v8dbg's commands, each also under its own name (jsstack = v8dbg jsstack).
+`v8dbg` alone lists them; `help COMMAND` or `COMMAND -h` explains one.
+"""
+
+    def __init__(self) -> None:
+        super().__init__("v8dbg", gdb.COMMAND_USER, gdb.COMPLETE_COMMAND, prefix=True)
+
+    def invoke(self, argument: str, from_tty: bool) -> None:
+        if argument.strip():
+            raise gdb.GdbError(f"v8dbg: unknown command '{argument.split()[0]}'; "
+                               "`v8dbg` lists them")
+        _run("v8dbg", "")
+
+
+def _make(cmd: Command) -> gdb.Command:
     class _Cmd(gdb.Command):
-        __doc__ = cmd.help
+        __doc__ = _doc(cmd)
 
         def __init__(self) -> None:
-            super().__init__(cmd.name, gdb.COMMAND_DATA, completer)
+            super().__init__(f"v8dbg {cmd.name}", gdb.COMMAND_USER)
 
         def invoke(self, argument: str, from_tty: bool) -> None:
-            try:
-                argv = gdb.string_to_argv(argument)
-            except Exception:
-                argv = argument.split()
-            text, ok = SESSION.run(cmd.name, argv)
-            if text:
-                gdb.write(text + "\n")
+            _run(cmd.name, argument)
+
+        def complete(self, text: str, word: str | None):
+            return _complete_flags(cmd, text, word)
 
     _Cmd.__name__ = f"Cmd_{cmd.name}"
-    return _Cmd()
+    made = _Cmd()
+    try:
+        # The short name users type; `help v8dbg` lists both names.
+        gdb.execute(f"alias {cmd.name} = v8dbg {cmd.name}", to_string=True)
+    except gdb.error:
+        pass  # already there (the plugin loaded twice) or taken by another command
+    return made
 
 
+_Prefix()
 for _c in load_all().values():
-    _make(_c)
+    if _c.name != "v8dbg":
+        _make(_c)

@@ -1,4 +1,4 @@
-"""v8dbg for lldb: `command script import plugins/lldb/v8dbg.py`, then `v8dbg`.
+"""v8dbg in lldb: `command script import v8dbg.lldb` (or `v8dbg lldb`), then `v8dbg`.
 
 A thin adapter: it gives the shared core lldb's memory, threads and mappings,
 and prints what the core returns. It reads only; it never writes to the
@@ -8,36 +8,16 @@ running target code).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shlex
 import struct
-import sys
 
 import lldb  # type: ignore[import-not-found]
 
-
-def _load_core():
-    """Import the core package from this checkout under its own name."""
-    if "v8dbg_core" in sys.modules:
-        return sys.modules["v8dbg_core"]
-    # This file's own path: gdb leaves __file__ naming an outer script when one
-    # script sources another, but the code object always knows its file.
-    here = os.path.dirname(os.path.abspath(_load_core.__code__.co_filename))
-    pkg = os.path.join(os.path.dirname(os.path.dirname(here)), "v8dbg")
-    spec = importlib.util.spec_from_file_location(
-        "v8dbg_core", os.path.join(pkg, "__init__.py"), submodule_search_locations=[pkg])
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["v8dbg_core"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-core = _load_core()
-from v8dbg_core.commands import Session, load_all  # noqa: E402
-from v8dbg_core.corefile import core_mappings, core_process_name  # noqa: E402
-from v8dbg_core.errors import TargetMemoryError, V8DbgError  # noqa: E402
-from v8dbg_core.target import Registers, ThreadInfo, proc_maps  # noqa: E402
+from .commands import Session, load_all, set_interrupt_check
+from .corefile import core_mappings, core_process_name
+from .errors import TargetMemoryError, V8DbgError
+from .target import Registers, ThreadInfo, proc_maps
 
 
 def _target():
@@ -112,7 +92,7 @@ class LldbBackend:
 
     def _module_mappings(self):
         """Loaded sections as mappings, when the core file cannot be found."""
-        from v8dbg_core.target import Mapping
+        from .target import Mapping
         out = []
         for i in range(self.target.GetNumModules()):
             m = self.target.GetModuleAtIndex(i)
@@ -143,7 +123,7 @@ class LldbBackend:
         except Exception:
             out = []
         if not out:
-            from v8dbg_core.census import core_regions, proc_regions
+            from .census import core_regions, proc_regions
             pid = self.process.GetProcessID()
             if self.live:
                 return proc_regions(pid)
@@ -205,7 +185,7 @@ def _find_core_file(pid: int) -> str | None:
         if head[:4] != b"\x7fELF" or struct.unpack_from("<H", head, 16)[0] != 4:
             continue
         try:
-            from v8dbg_core.corefile import CoreBackend
+            from .corefile import CoreBackend
             if CoreBackend(path).pid() == pid:
                 return path
         except V8DbgError:
@@ -248,7 +228,23 @@ def _factory():
     return _backend[0][1]
 
 
-SESSION = Session(_factory, evaluate=_evaluate)
+SESSION = Session(_factory, evaluate=_evaluate,
+                  no_binary="no node binary: load it first (`target create /path/to/node "
+                            "--core CORE`, or `lldb -p PID`)")
+
+
+def _interrupt_check(debugger):
+    """Ctrl-C in lldb sets a flag on the command interpreter (lldb 17 and later
+    also on the debugger); Python code is not interrupted, so scans ask."""
+    interp = debugger.GetCommandInterpreter()
+    requested = getattr(debugger, "InterruptRequested", None)
+
+    def asked() -> bool:
+        if interp.WasInterrupted():
+            return True
+        return bool(requested()) if requested is not None else False
+
+    return asked
 
 
 class _Command:
@@ -264,9 +260,17 @@ class _Command:
             argv = shlex.split(command)
         except ValueError:
             argv = command.split()
-        text, ok = SESSION.run(self.name, argv)
-        if ok or text.startswith("{"):
+        set_interrupt_check(_interrupt_check(debugger))
+        try:
+            text, ok = SESSION.run(self.name, argv)
+        finally:
+            set_interrupt_check(None)
+        if ok:
             result.AppendMessage(text)
+        elif text.startswith("{"):
+            # A --json error stays one JSON line a script can find, and fails.
+            result.AppendMessage(text)
+            result.SetStatus(lldb.eReturnStatusFailed)
         else:
             result.SetError(text)
 

@@ -92,7 +92,7 @@ def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.Argu
         cmd = commands[name]
         if name == "v8dbg":
             # `v8dbg v8dbg` lists the commands as in gdb and lldb; not listed itself.
-            subs[name] = sub.add_parser(name, parents=[cmd.parser], add_help=False,
+            subs[name] = sub.add_parser(name, parents=[cmd.parser, target], add_help=False,
                                         description=cmd.parser.description)
             continue
         subs[name] = sub.add_parser(name, help=cmd.summary, description=cmd.parser.description,

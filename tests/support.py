@@ -173,8 +173,11 @@ def run_gdb(version: str, commands: list[str], core: Path | None = None, pid: in
     else:
         args += ["-p", str(pid)]
     for _ in range(2):
-        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-        out = p.stdout + "\n" + _filter_stderr(p.stderr)
+        # A failing command is a gdb error, printed on stderr: read both streams as
+        # one, in order, so each command's error stays with it.
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout, cwd=ROOT)
+        out = p.stdout
         if out.count(MARK) >= len(commands):
             break
     return _split(out, len(commands))
@@ -197,9 +200,17 @@ def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: i
     for c in commands:
         # Split the mark so lldb's echo of the command line does not contain it.
         half = len(MARK) // 2
-        args += ["-o", f"script print('{MARK[:half]}' + '{MARK[half:]}')", "-o", c]
+        args += ["-o", f"script print('{MARK[:half]}' + '{MARK[half:]}')", "-o", lldb_each(c)]
     out = _run_debugger(args, len(commands), timeout)
     return _split(out, len(commands))
+
+
+def lldb_each(c: str) -> str:
+    """An lldb command line that runs `c` and prints its output or error, so that
+    `lldb -b` goes on after a command that fails (as an interactive session does)."""
+    return ("script r = lldb.SBCommandReturnObject(); "
+            f"_ = lldb.debugger.GetCommandInterpreter().HandleCommand({c!r}, r); "
+            "print((r.GetOutput() or '') + (r.GetError() or ''))")
 
 
 def _run_debugger(args: list[str], n: int, timeout: float) -> str:
@@ -225,15 +236,71 @@ def run(frontend: str, version: str, core: Path, commands: list[str]) -> list[st
     return run_lldb(version, commands, core=core)
 
 
-def json_line(text: str) -> dict:
-    """The one JSON document a --json command printed among other output."""
+def json_line(text: str, command: str | None = None) -> dict:
+    """The one JSON document a --json command printed among other output,
+    checked against the published schema (docs/v8dbg-output.schema.json)."""
     for line in text.splitlines():
         s = line.strip()
         if s.startswith("error: "):
             s = s[len("error: "):]
         if s.startswith("{"):
-            return json.loads(s)
+            doc = json.loads(s)
+            validate_output(doc, command)
+            return doc
     raise AssertionError(f"no JSON line in output:\n{text}")
+
+
+# -- the JSON schema ------------------------------------------------------
+
+SCHEMA_FILE = ROOT / "docs" / "v8dbg-output.schema.json"
+_validators: dict[str, object] = {}
+
+# Which $defs entry a document is, by the keys that only that command's output has.
+_KINDS = [("error", "error"), ("frames", "jsstack"), ("threads", "jsstack"),
+          ("groups", "findjsobjects"), ("variables", "jsclosure"),
+          ("functions", "jsfunctions"), ("instances", "findjsinstances"),
+          ("refs", "findjsrefs"), ("node_version", "nodeinfo"), ("isolates", "jsisolates"),
+          ("type", "jsprint"), ("source", "jssource"), ("constructor", "jsconstructor")]
+
+
+def output_kind(doc: dict, command: str | None = None) -> str:
+    """The schema entry for a --json document: the command's name, or from its keys."""
+    if "error" in doc:
+        return "error"
+    if command:
+        name = command.split()[0]
+        if name == "jsframe" or name in _schema()["$defs"]:
+            return name
+    if "kind" in doc and "index" in doc:
+        return "jsframe"
+    for key, kind in _KINDS:
+        if key in doc:
+            return kind
+    raise AssertionError(f"no schema describes this --json output: {json.dumps(doc)[:300]}")
+
+
+def _schema() -> dict:
+    if "schema" not in _validators:
+        _validators["schema"] = json.loads(SCHEMA_FILE.read_text())
+    return _validators["schema"]  # type: ignore[return-value]
+
+
+def validate_output(doc: dict, command: str | None = None) -> None:
+    """Fail unless `doc` is valid by the schema of its command's --json output."""
+    import jsonschema  # scripts/setup.sh installs it; the suite requires it
+    kind = output_kind(doc, command)
+    v = _validators.get(kind)
+    if v is None:
+        schema = dict(_schema())
+        schema.pop("anyOf", None)
+        schema["$ref"] = f"#/$defs/{kind}"
+        v = _validators[kind] = jsonschema.Draft202012Validator(schema)
+    errs = sorted(v.iter_errors(doc), key=lambda e: list(e.absolute_path))  # type: ignore[attr-defined]
+    if errs:
+        e = errs[0]
+        where = "/".join(str(p) for p in e.absolute_path)
+        raise AssertionError(f"--json output does not match the {kind} schema at /{where}: "
+                             f"{e.message[:300]}\n{json.dumps(doc)[:1000]}")
 
 
 # -- live processes -------------------------------------------------------

@@ -58,8 +58,8 @@ from pathlib import Path
 
 import pytest
 
-from support import (CACHE, GDB, LLDB, MARK, ROOT, VERSIONS, _filter_stderr, make_core,
-                     node_binary)
+from support import (CACHE, GDB, LLDB, MARK, ROOT, VERSIONS, json_line, make_core,
+                     node_binary, validate_output)
 
 KINDS = ["trunc50", "trunc10", "trunc4k", "pages", "objpages", "notes", "phdrs", "random",
          "empty", "wrongbin", "nometa"]
@@ -85,7 +85,7 @@ def targets(version: str) -> dict:
     p = subprocess.run([sys.executable, "-m", "v8dbg", "jsstack", "-v", "--json", "--core",
                         str(core), "--binary", str(node_binary(version))],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    doc = json.loads(p.stdout)
+    doc = json_line(p.stdout, "jsstack")
     js = [f for f in doc["frames"] if f["kind"] == "js"]
     die = next(f for f in js if f["function"] == "die")
     hello = next(a for a in die["args"] if a["type"] == "string")
@@ -248,6 +248,7 @@ def check_output(cmd: str, out: str, where: str, rc: int | None = None) -> str:
         assert len(docs) == 1, ctx
         doc = json.loads(docs[0])
         assert isinstance(doc, dict), ctx
+        validate_output(doc, cmd)
         assert not errors, ctx
         if "error" in doc:
             assert isinstance(doc["error"], str) and doc["error"] and "\n" not in doc["error"], ctx
@@ -339,12 +340,15 @@ def run_debugger(frontend: str, version: str, commands: list[str], core: Path | 
             args += ["-o", f"script {mark}", "-o", each(c)]
         args += ["-o", f"script {mark}"]
     for _ in range(2):
-        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        # gdb prints a failing command's error (a gdb.GdbError) on stderr: read both
+        # streams as one, in order, so each error stays with its command.
+        p = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=timeout, cwd=ROOT,
+                           stderr=subprocess.STDOUT if frontend == "gdb" else subprocess.PIPE)
         # lldb has, rarely and under load, exited before running anything: no
         # command ran, so one more try hides nothing of v8dbg's.
         if MARK in p.stdout:
             break
-    err = _filter_stderr(p.stderr) if frontend == "gdb" else p.stderr
+    err = p.stderr or ""
     parts = p.stdout.split(MARK)[1:]
     outs: list[tuple[str, float]] = []
     for i, c in enumerate(commands):
@@ -421,7 +425,7 @@ def test_debug_says_where(frontend: str) -> None:
         outs = [o for o, _ in run_debugger(frontend, "24.21.0", cmds, core=core)]
 
     def notes(out: str) -> list[str]:
-        doc = json.loads(next(l for l in out.splitlines() if l.startswith("{")))
+        doc = json_line(out, "jsstack")
         return [f["note"] for f in doc["frames"] if f.get("note")]
 
     plain, debug, after = (notes(o) for o in outs)

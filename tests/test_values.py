@@ -44,7 +44,7 @@ def zoo(version: str) -> tuple[Path, dict, list]:
     sess = _sess(version, d / "core")
     text, ok = sess.run("jsstack", ["-v", "--json"])
     assert ok, text
-    frames = json.loads(text)["frames"]
+    frames = json_line(text, "jsstack")["frames"]
     fr = [f for f in frames if f.get("function") == "zoo"]
     assert fr, "no zoo frame"
     args = fr[0]["args"]
@@ -251,7 +251,7 @@ def test_cli_subprocess(version: str) -> None:
 
 def _zoo_frame(version: str) -> int:
     d, _truth, _args = zoo(version)
-    st = json.loads(_sess(version, d / "core").run("jsstack", ["--json", "-a"])[0])
+    st = json_line(_sess(version, d / "core").run("jsstack", ["--json", "-a"])[0], "jsstack")
     return [f["index"] for f in st["frames"] if f.get("function") == "zoo"][0]
 
 
@@ -319,7 +319,7 @@ def test_many_captured_variables(version: str) -> None:
     d, truth, args = zoo(version)
     sess = _sess(version, d / "core")
     addr = _addr(args[truth["names"].index("bigclosure")])
-    doc = json.loads(sess.run("jsclosure", ["--json", addr])[0])
+    doc = json_line(sess.run("jsclosure", ["--json", addr])[0], "jsclosure")
     got = {v["name"]: v["value"].get("value") for v in doc["variables"]}
     assert all(got.get(f"v{i}") == i for i in range(80)), got
 
@@ -328,9 +328,9 @@ def test_many_captured_variables(version: str) -> None:
 def test_jsframe_closure(version: str) -> None:
     d, truth, args = zoo(version)
     sess = _sess(version, d / "core")
-    st = json.loads(sess.run("jsstack", ["--json", "-a"])[0])
+    st = json_line(sess.run("jsstack", ["--json", "-a"])[0], "jsstack")
     idx = [f["index"] for f in st["frames"] if f.get("function") == "zoo"][0]
-    fj = json.loads(sess.run("jsframe", ["--json", str(idx)])[0])
+    fj = json_line(sess.run("jsframe", ["--json", str(idx)])[0], "jsframe")
     names = [c["name"] for c in fj["closure"]]
     assert "ZOO" in names and "truth" in names
     text = sess.run("jsframe", ["-v", str(idx)])[0]
@@ -555,10 +555,10 @@ def test_module_closures(version: str) -> None:
     d = make_core(version, "closures.mjs")
     want = read_json(d, "expected-closures.json")
     sess = _sess(version, d / "core")
-    st = json.loads(sess.run("jsstack", ["-v", "--json"])[0])
+    st = json_line(sess.run("jsstack", ["-v", "--json"])[0], "jsstack")
     die = [f for f in st["frames"] if f.get("function") == "die"][0]
     for name, arg in zip(("inc", "named"), die["args"]):
-        doc = json.loads(sess.run("jsclosure", ["--json", arg["address"]])[0])
+        doc = json_line(sess.run("jsclosure", ["--json", arg["address"]])[0], "jsclosure")
         assert doc["function"] == name
         got = [(v["name"], v["value"]) for v in doc["variables"]]
         names = [n for n, _ in got]

@@ -21,6 +21,7 @@ from .. import errors
 from ..errors import V8DbgError
 from ..program import Program
 from ..target.backend import Backend
+from ..interrupt import check_interrupted, set_interrupt_check  # noqa: F401 (front ends)
 
 
 @dataclass
@@ -62,6 +63,10 @@ class Command:
     def help(self) -> str:
         return self.parser.format_help()
 
+    def flags(self) -> list[str]:
+        """Every option string the command takes (for completion)."""
+        return [o for a in self.parser._actions for o in a.option_strings]
+
 
 COMMANDS: dict[str, Command] = {}
 
@@ -99,9 +104,13 @@ class Session:
     """One target seen by one front end: caches the program between commands."""
 
     def __init__(self, backend_factory: Callable[[], Backend], binary: str | None = None,
-                 evaluate: Callable[[str], int] | None = None) -> None:
+                 evaluate: Callable[[str], int] | None = None,
+                 no_binary: str = "no node binary: pass --binary NODE") -> None:
         self._factory = backend_factory
         self._binary = binary
+        # What to do when there is no node binary, in the front end's own terms.
+        self.no_binary = no_binary
+        self.interrupted = False
         self._prog: Program | None = None
         self._key: object = None
         self.evaluate = evaluate or parse_address
@@ -111,6 +120,8 @@ class Session:
         backend = self._factory()
         key = (id(backend), getattr(backend, "identity", lambda: None)())
         if self._prog is None or self._key != key:
+            if not self._binary and not backend.executable():
+                raise V8DbgError(self.no_binary)
             prog = Program(backend, self._binary)
             prog.check_binary()
             from ..v8.metadata import warn_once
@@ -150,6 +161,7 @@ class Session:
         if cmd is None:
             return f"v8dbg: unknown command '{name}'", False
         errors.DEBUG = debug
+        self.interrupted = False
         try:
             return self._run(cmd, name, argv, want_json, debug)
         finally:
@@ -165,6 +177,7 @@ class Session:
         except V8DbgError as e:
             return _error(str(e), want_json), False
         except KeyboardInterrupt:
+            self.interrupted = True
             return _error("interrupted", want_json), False
         except RecursionError:
             return _error("the data is nested too deeply to decode", want_json), False
@@ -228,18 +241,29 @@ def hexaddr(v: int | None) -> str | None:
     return None if v is None else f"0x{v:x}"
 
 
+def _stderr_is_terminal() -> bool:
+    try:
+        return os.isatty(2)
+    except OSError:
+        return False
+
+
 class Progress:
-    """A progress line on stderr for scans longer than a second."""
+    """A progress line on stderr for scans longer than a second, when stderr
+    is a terminal (a `\r` line is noise in a log). Each update also checks
+    for interruption, so every scan that reports progress can be stopped."""
 
     def __init__(self, what: str) -> None:
         self.what = what
         self.start = time.monotonic()
         self.last = self.start
         self.shown = False
+        self.terminal = _stderr_is_terminal()
 
     def update(self, done: int, total: int) -> None:
+        check_interrupted()
         now = time.monotonic()
-        if now - self.start < 1.0 or now - self.last < 0.5:
+        if not self.terminal or now - self.start < 1.0 or now - self.last < 0.5:
             return
         self.last = now
         self.shown = True

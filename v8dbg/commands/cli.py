@@ -1,17 +1,108 @@
-"""The standalone front end: `python -m v8dbg COMMAND [ARGS] --core CORE --binary NODE`."""
+"""The standalone front end: `v8dbg COMMAND [ARGS] --core CORE [--binary NODE]`.
+
+Also `v8dbg gdb ...` / `v8dbg lldb ...` (the debugger with v8dbg loaded) and
+`v8dbg gdbinit` / `v8dbg lldbinit` (the lines that load it from ~/.gdbinit or
+~/.lldbinit). Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted.
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
-from . import Session, load_all
+from .. import __version__
 from ..errors import V8DbgError
+from . import Command, Session, launch, load_all
 
-USAGE = """usage: python -m v8dbg COMMAND [ARGS] --core CORE --binary NODE
-       python -m v8dbg COMMAND -h      help for one command
-       python -m v8dbg v8dbg           list the commands
-"""
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+DESCRIPTION = """\
+See inside Node.js core dumps: JavaScript stacks, values and the heap, from
+the official node binary's own postmortem metadata. The same commands work
+inside gdb and lldb (`v8dbg gdb`, `v8dbg lldb`)."""
+
+EPILOG = """\
+examples:
+  {prog} jsstack --core core.1234
+  {prog} jsprint 0x3a5f0c2c1d41 --core core --binary /usr/bin/node
+  {prog} gdb -p PID                  gdb with v8dbg loaded
+  {prog} help findjsobjects          one command's flags
+
+exit status: 0 done, 1 failed, 2 usage error, 130 interrupted (Ctrl-C)"""
+
+LAUNCHERS = {
+    "gdb": ("start gdb with v8dbg loaded: v8dbg gdb [GDB ARGS]",
+            "Run gdb with the given arguments, v8dbg's commands loaded from this installation "
+            "(gdb's own Python need not see it). For example `v8dbg gdb /usr/bin/node core` "
+            "or `v8dbg gdb -p PID`. $V8DBG_GDB names another gdb."),
+    "lldb": ("start lldb with v8dbg loaded: v8dbg lldb [LLDB ARGS]",
+             "Run lldb with the given arguments, v8dbg's commands loaded from this "
+             "installation. For example `v8dbg lldb -c core /usr/bin/node` or "
+             "`v8dbg lldb -p PID`. $V8DBG_LLDB names another lldb."),
+    "gdbinit": ("print the line that loads v8dbg into every gdb (for ~/.gdbinit)",
+                "Print the gdb command that loads v8dbg from this installation: "
+                "`v8dbg gdbinit >> ~/.gdbinit`."),
+    "lldbinit": ("print the lines that load v8dbg into every lldb (for ~/.lldbinit)",
+                 "Print the lldb commands that load v8dbg from this installation: "
+                 "`v8dbg lldbinit >> ~/.lldbinit`."),
+}
+
+# File signatures of compressed cores (systemd-coredump writes .zst by default).
+_COMPRESSED = [
+    (b"\x1f\x8b", "gzip", "gunzip -k {path}"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "zstd -d {path}"),
+    (b"\xfd7zXZ\x00", "xz", "unxz -k {path}"),
+    (b"BZh", "bzip2", "bunzip2 -k {path}"),
+    (b"\x04\x22\x4d\x18", "lz4", "lz4 -d {path}"),
+]
+
+
+def _prog_name() -> str:
+    arg0 = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "python -m v8dbg" if arg0 in ("__main__.py", "-m", "-c", "") else "v8dbg"
+
+
+def _target_options() -> argparse.ArgumentParser:
+    """Options every command takes in the standalone CLI (a parent parser)."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("target")
+    g.add_argument("--core", metavar="CORE",
+                   help="the core file to read (from the kernel or from gcore)")
+    g.add_argument("--binary", metavar="NODE",
+                   help="the node binary that ran (default: the file the core names; "
+                        "a note says which)")
+    g.add_argument("--debug", action="store_true",
+                   help="say where in v8dbg each undecodable frame or value was found "
+                        "out (also V8DBG_DEBUG=1)")
+    return p
+
+
+def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.ArgumentParser,
+                                                                  dict[str, argparse.ArgumentParser]]:
+    """The CLI's parser, with one sub-command per v8dbg command; also each sub-parser."""
+    top = argparse.ArgumentParser(prog=prog, description=DESCRIPTION,
+                                  epilog=EPILOG.format(prog=prog),
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"v8dbg {__version__}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    target = _target_options()
+    subs: dict[str, argparse.ArgumentParser] = {}
+    for name in sorted(commands):
+        cmd = commands[name]
+        if name == "v8dbg":
+            # `v8dbg v8dbg` lists the commands as in gdb and lldb; not listed itself.
+            subs[name] = sub.add_parser(name, parents=[cmd.parser, target], add_help=False,
+                                        description=cmd.parser.description)
+            continue
+        subs[name] = sub.add_parser(name, help=cmd.summary, description=cmd.parser.description,
+                                    parents=[cmd.parser, target], add_help=False)
+    for name, (summary, description) in LAUNCHERS.items():
+        subs[name] = sub.add_parser(name, help=summary, description=description)
+    subs["help"] = sub.add_parser("help", help="help for one command: help COMMAND",
+                                  description="Show the help of COMMAND (or of v8dbg).")
+    subs["help"].add_argument("topic", nargs="?", metavar="COMMAND")
+    return top, subs
 
 
 def _take(argv: list[str], flag: str) -> tuple[str | None, list[str]]:
@@ -21,6 +112,9 @@ def _take(argv: list[str], flag: str) -> tuple[str | None, list[str]]:
     i = 0
     while i < len(argv):
         a = argv[i]
+        if a == "--":
+            out.extend(argv[i:])
+            break
         if a == flag and i + 1 < len(argv):
             value = argv[i + 1]
             i += 2
@@ -34,43 +128,114 @@ def _take(argv: list[str], flag: str) -> tuple[str | None, list[str]]:
     return value, out
 
 
+def _hoist_target_options(argv: list[str]) -> list[str]:
+    """`v8dbg --core CORE jsstack` means `v8dbg jsstack --core CORE`."""
+    lead: list[str] = []
+    i = 0
+    while i < len(argv) and argv[i] in ("--core", "--binary") and i + 1 < len(argv):
+        lead += argv[i:i + 2]
+        i += 2
+    while i < len(argv) and (argv[i].startswith("--core=") or argv[i].startswith("--binary=")):
+        lead.append(argv[i])
+        i += 1
+    return argv[i:] + lead if lead else argv
+
+
+def core_file_problem(path: str) -> str | None:
+    """Why `path` cannot be read as a core, in one line; None if it may be one."""
+    if not os.path.exists(path):
+        return f"core file {path} not found"
+    if os.path.isdir(path):
+        return f"{path} is a directory, not a core file"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as e:
+        return f"cannot read {path}: {e.strerror}"
+    for magic, kind, tool in _COMPRESSED:
+        if head.startswith(magic):
+            more = (" (for systemd-coredump, `coredumpctl dump PID -o core` writes it "
+                    "uncompressed)" if kind == "zstd" else "")
+            return (f"{path} is {kind}-compressed: decompress it first, "
+                    f"e.g. `{tool.format(path=path)}`{more}")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    core, argv = _take(argv, "--core")
-    binary, argv = _take(argv, "--binary")
-    if not argv or argv[0] in ("-h", "--help"):
-        sys.stdout.write(USAGE)
-        return 0 if argv else 2
-    name, rest = argv[0], argv[1:]
+    try:
+        return _main(argv, _prog_name())
+    except KeyboardInterrupt:
+        print("v8dbg: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except V8DbgError as e:
+        print(f"v8dbg: {e}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _main(argv: list[str], prog: str) -> int:
+    if argv and argv[0] in ("gdb", "lldb"):
+        # Everything after the name is the debugger's, `--help` included.
+        return launch.run_debugger(argv[0], argv[1:])
+    argv = _hoist_target_options(argv)
     commands = load_all()
-    cmd = commands.get(name)
-    if cmd is None:
-        print(f"v8dbg: unknown command '{name}'; `python -m v8dbg v8dbg` lists them", file=sys.stderr)
-        return 2
-    wants_help = any(a in ("-h", "--help") for a in rest)
-    if cmd.needs_program and not wants_help:
+    top, subs = build_parser(commands, prog)
+    if not argv:
+        top.print_help(sys.stderr)
+        return EXIT_USAGE
+    args = top.parse_args(argv)  # exits 2 on a usage error, 0 after --help / --version
+    name = args.command
+    if name == "help":
+        if args.topic is None:
+            top.print_help()
+        elif args.topic in subs:
+            subs[args.topic].print_help()
+        else:
+            top.error(f"no command '{args.topic}'; `{prog} --help` lists them")
+        return EXIT_OK
+    if name in ("gdbinit", "lldbinit"):
+        print("\n".join(launch.gdb_lines() if name == "gdbinit" else launch.lldb_lines()))
+        return EXIT_OK
+    cmd = commands[name]
+    core = getattr(args, "core", None)
+    binary = getattr(args, "binary", None)
+    if cmd.needs_program:
         if not core:
-            print("v8dbg: --core CORE is required (and --binary NODE)", file=sys.stderr)
-            return 2
-        if not os.path.exists(core):
-            print(f"v8dbg: core file {core} not found", file=sys.stderr)
-            return 2
+            subs[name].error("--core CORE is required (and --binary NODE, unless the core "
+                             "names a node binary on this machine)")
+        problem = core_file_problem(core)
+        if problem:
+            raise V8DbgError(problem)
+        if binary and not os.path.isfile(binary):
+            raise V8DbgError(f"node binary {binary} not found"
+                             + (" (it is a directory)" if os.path.isdir(binary) else ""))
+    _, rest = _take(argv[1:], "--core")
+    _, rest = _take(rest, "--binary")
 
     backend_box: list = []
 
     def factory():
         if not backend_box:
             from ..target.corefile import CoreBackend
-            backend_box.append(CoreBackend(core, binary))  # type: ignore[arg-type]
+            backend = CoreBackend(core, binary)  # type: ignore[arg-type]
+            if not binary:
+                exe = backend.executable()
+                if exe and not os.path.isfile(exe):
+                    raise V8DbgError(f"the core names {exe} as the program that ran, and it "
+                                     "is not on this machine: pass --binary NODE")
+                if exe:
+                    print(f"v8dbg: note: node binary {exe}, as the core names it "
+                          "(--binary NODE to use another)", file=sys.stderr)
+            backend_box.append(backend)
         return backend_box[0]
 
     sess = Session(factory, binary)
-    try:
-        text, ok = sess.run(name, rest)
-    except V8DbgError as e:  # raised while opening the target
-        print(f"v8dbg: {e}", file=sys.stderr)
-        return 1
-    out = sys.stdout if ok else (sys.stdout if text.startswith("{") else sys.stderr)
+    text, ok = sess.run(name, rest)
+    if sess.interrupted:
+        if text:
+            print(text, file=sys.stdout if text.startswith("{") else sys.stderr)
+        return EXIT_INTERRUPTED
+    out = sys.stdout if ok or text.startswith("{") else sys.stderr
     if text:
         try:
             print(text, file=out)
@@ -79,5 +244,4 @@ def main(argv: list[str] | None = None) -> int:
             # The reader went away (`v8dbg jsstack ... | head`): not an error of ours.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, out.fileno())
-            return 0 if ok else 1
-    return 0 if ok else 1
+    return EXIT_OK if ok else EXIT_FAILED

@@ -27,6 +27,7 @@ from array import array
 from dataclasses import dataclass, field
 
 from ..errors import TargetMemoryError, V8DbgError
+from ..interrupt import check_interrupted
 from ..v8.tagged import Heap
 from ..target.backend import proc_map_lines
 
@@ -211,6 +212,8 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
         a = (lo + lay.align - 1) // lay.align * lay.align
         while a + 64 <= hi and probes < MAX_REGION_PROBES:
             probes += 1
+            if not probes & 255:
+                check_interrupted()
             try:
                 head = backend.read(a, max(hdr, need) if not lay.meta_ptr else hdr)
             except Exception:
@@ -910,6 +913,7 @@ class NumpyWalker:
                 self.w.info(p.start + 8 * j + 1)
 
         for p in pages:
+            check_interrupted()
             W = self._words(p)
             if W is None:
                 continue
@@ -1131,6 +1135,7 @@ def scan(prog: Program, heap: int | None = None, progress=None) -> Census:
         nw.discover_maps(live)
     code_owners = _code_owners(w, live)
     for k, p in enumerate(live):
+        check_interrupted()
         words = w.read_page(p)
         if words is not None and p.marks is not None:
             total += w.marked_walk(p, words, {} if p.owner in code_owners else stats)

@@ -1,0 +1,280 @@
+"""v8dbg in gdb: `python import v8dbg.gdb` (or `v8dbg gdb`), then `v8dbg` lists the commands.
+
+A thin adapter: it gives the shared core gdb's memory, threads and mappings,
+and prints what the core returns. It reads only; it never writes to the
+inferior or calls functions in it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import gdb  # type: ignore[import-not-found]
+
+from .commands import COMMANDS, Command, Session, load_all
+from .target.corefile import core_process_name
+from .errors import TargetMemoryError, V8DbgError
+from .target.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps
+
+_generation = [0]
+
+
+def _bump(_event=None) -> None:
+    _generation[0] += 1
+
+
+gdb.events.stop.connect(_bump)
+gdb.events.cont.connect(_bump)
+gdb.events.new_objfile.connect(_bump)
+
+
+class GdbBackend:
+    """Memory, threads and mappings of gdb's selected inferior."""
+
+    kind = "gdb"
+
+    def __init__(self) -> None:
+        self.inferior = gdb.selected_inferior()
+        self._maps = None
+
+    @property
+    def live(self) -> bool:
+        try:
+            return self.inferior.pid > 0 and os.path.exists(f"/proc/{self.inferior.pid}") \
+                and not _is_core()
+        except gdb.error:
+            return False
+
+    def identity(self):
+        return (self.inferior.num, self.inferior.pid, _core_name(), _generation[0] if False else 0)
+
+    def read(self, address: int, size: int) -> bytes:
+        try:
+            return self.inferior.read_memory(address, size).tobytes()
+        except (gdb.MemoryError, gdb.error, OverflowError, ValueError):
+            raise TargetMemoryError(address, size) from None
+
+    def threads(self) -> list[ThreadInfo]:
+        out = []
+        core = _core_name()
+        for t in self.inferior.threads():
+            tid = t.ptid[1] or t.ptid[0]
+            name = t.name
+            if name is None and core and tid == self.inferior.pid:
+                name = core_process_name(core)  # as the standalone reader names it
+            out.append(ThreadInfo(tid, name, loader=_registers_of(t)))
+        return out
+
+    def running(self) -> bool:
+        """True when some thread runs on (non-stop mode, or `continue &`)."""
+        try:
+            return any(t.is_running() for t in self.inferior.threads())
+        except gdb.error:
+            return False
+
+    def selected_thread(self) -> int | None:
+        t = gdb.selected_thread()
+        return (t.ptid[1] or t.ptid[0]) if t is not None else None
+
+    def mappings(self):
+        if self._maps is None:
+            if self.live:
+                self._maps = proc_maps(self.inferior.pid)
+            else:
+                try:
+                    text = gdb.execute("info proc mappings", to_string=True)
+                except gdb.error:
+                    text = ""
+                self._maps = parse_gdb_mappings(text)
+        return self._maps
+
+    def core_file(self) -> str | None:
+        """The core file gdb has open (the census reads whole pages from it)."""
+        return _core_path()
+
+    def regions(self) -> list[tuple[int, int]]:
+        """Readable memory: the core's segments, or /proc/PID/maps when live."""
+        from .heap.census import core_regions, proc_regions
+        core = _core_path()
+        if core:
+            return core_regions(core)
+        return proc_regions(self.inferior.pid) if self.inferior.pid else []
+
+    def executable(self) -> str | None:
+        name = gdb.current_progspace().filename
+        if name:
+            return name
+        objs = gdb.objfiles()
+        return objs[0].filename if objs else None
+
+    def pid(self) -> int | None:
+        return self.inferior.pid or None
+
+    def generation(self) -> int:
+        return _generation[0]
+
+
+def _registers_of(thread):
+    """Read a thread's frame-0 registers, keeping the user's selection."""
+
+    def load() -> Registers | None:
+        try:
+            selected = gdb.selected_thread()
+            frame = gdb.selected_frame() if selected is not None else None
+        except gdb.error:
+            selected, frame = None, None
+        try:
+            thread.switch()
+            f = gdb.newest_frame()
+            return Registers(int(f.read_register("rip")), int(f.read_register("rsp")),
+                             int(f.read_register("rbp")))
+        except gdb.error:
+            return None
+        finally:
+            if selected is not None:
+                try:
+                    selected.switch()
+                    if frame is not None:
+                        frame.select()
+                except gdb.error:
+                    pass
+
+    return load
+
+
+def _is_core() -> bool:
+    return _core_name() is not None
+
+
+def _core_name() -> str | None:
+    try:
+        text = gdb.execute("info target", to_string=True)
+    except gdb.error:
+        return None
+    # "Local core dump file:" then, on the next line, "`/path/core', file type ...".
+    at = text.find("core dump file")
+    if at < 0:
+        return None
+    start = text.find("`", at)
+    end = text.find("'", start + 1)
+    if start < 0 or end < 0:
+        return None
+    return text[start + 1:end]
+
+
+def _core_path() -> str | None:
+    """The open core file's path (gdb 13 prints it on the line after the heading)."""
+    try:
+        text = gdb.execute("info target", to_string=True)
+    except gdb.error:
+        return None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "core dump file" in line:
+            for cand in lines[i:i + 2]:
+                if "`" in cand:
+                    path = cand.split("`", 1)[1].split("'", 1)[0]
+                    if os.path.isfile(path):
+                        return path
+    return None
+
+
+def _evaluate(expr: str) -> int:
+    try:
+        v = gdb.parse_and_eval(expr)
+        return int(v.cast(gdb.lookup_type("unsigned long"))) if v.type.code != gdb.TYPE_CODE_INT \
+            else int(v) & 0xFFFFFFFFFFFFFFFF
+    except gdb.error as e:
+        raise V8DbgError(f"cannot evaluate '{expr}': {e}") from None
+
+
+_backend: list = []
+
+
+def _factory():
+    inf = gdb.selected_inferior()
+    key = (inf.num, inf.pid, _generation[0])
+    if not _backend or _backend[0][0] != key:
+        _backend[:] = [(key, GdbBackend())]
+    return _backend[0][1]
+
+
+SESSION = Session(_factory, evaluate=_evaluate,
+                  no_binary="no node binary: load it first (`file /path/to/node`, or start "
+                            "gdb as `gdb /path/to/node CORE` or `gdb -p PID`)")
+
+_ADDRESS_COMMANDS = {"jsprint", "jsclosure", "jssource", "jsconstructor", "findjsrefs"}
+
+
+def _doc(cmd: Command) -> str:
+    """gdb shows a command's first line as its summary in `help v8dbg`."""
+    return f"{cmd.summary[:1].upper()}{cmd.summary[1:]}.\n\n{cmd.help.rstrip()}"
+
+
+def _complete_flags(cmd: Command, text: str, word: str | None):
+    """Complete a flag; otherwise an expression where the command takes an address."""
+    token = "" if not text or text[-1:].isspace() else text.split()[-1]
+    if token.startswith("-"):
+        # gdb breaks words at '-': it replaces only `word`, the end of the token.
+        cut = len(token) - len(word or "")
+        return sorted(f[cut:] for f in cmd.flags() if f.startswith(token))
+    return gdb.COMPLETE_EXPRESSION if cmd.name in _ADDRESS_COMMANDS else []
+
+
+def _run(name: str, argument: str) -> None:
+    """Run one command; a failure is a gdb error, so a script stops and -batch fails."""
+    try:
+        argv = gdb.string_to_argv(argument)
+    except Exception:
+        argv = argument.split()
+    text, ok = SESSION.run(name, argv)
+    if not ok:
+        raise gdb.GdbError(text)
+    if text:
+        gdb.write(text + "\n")
+
+
+class _Prefix(gdb.Command):
+    """JavaScript stacks, values and heap of a Node.js process or core.
+
+v8dbg's commands, each also under its own name (jsstack = v8dbg jsstack).
+`v8dbg` alone lists them; `help COMMAND` or `COMMAND -h` explains one.
+"""
+
+    def __init__(self) -> None:
+        super().__init__("v8dbg", gdb.COMMAND_USER, gdb.COMPLETE_COMMAND, prefix=True)
+
+    def invoke(self, argument: str, from_tty: bool) -> None:
+        if argument.strip():
+            raise gdb.GdbError(f"v8dbg: unknown command '{argument.split()[0]}'; "
+                               "`v8dbg` lists them")
+        _run("v8dbg", "")
+
+
+def _make(cmd: Command) -> gdb.Command:
+    class _Cmd(gdb.Command):
+        __doc__ = _doc(cmd)
+
+        def __init__(self) -> None:
+            super().__init__(f"v8dbg {cmd.name}", gdb.COMMAND_USER)
+
+        def invoke(self, argument: str, from_tty: bool) -> None:
+            _run(cmd.name, argument)
+
+        def complete(self, text: str, word: str | None):
+            return _complete_flags(cmd, text, word)
+
+    _Cmd.__name__ = f"Cmd_{cmd.name}"
+    made = _Cmd()
+    try:
+        # The short name users type; `help v8dbg` lists both names.
+        gdb.execute(f"alias {cmd.name} = v8dbg {cmd.name}", to_string=True)
+    except gdb.error:
+        pass  # already there (the plugin loaded twice) or taken by another command
+    return made
+
+
+_Prefix()
+for _c in load_all().values():
+    if _c.name != "v8dbg":
+        _make(_c)

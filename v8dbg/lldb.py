@@ -1,0 +1,293 @@
+"""v8dbg in lldb: `command script import v8dbg.lldb` (or `v8dbg lldb`), then `v8dbg`.
+
+A thin adapter: it gives the shared core lldb's memory, threads and mappings,
+and prints what the core returns. It reads only; it never writes to the
+process or runs expressions in it (ADDR arguments are evaluated without
+running target code).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import struct
+
+import lldb  # type: ignore[import-not-found]
+
+from .commands import Session, load_all
+from .interrupt import set_interrupt_check
+from .target.corefile import core_mappings, core_process_name
+from .errors import TargetMemoryError, V8DbgError
+from .target.backend import Registers, ThreadInfo, proc_maps
+
+
+def _target():
+    return lldb.debugger.GetSelectedTarget()
+
+
+class LldbBackend:
+    """Memory, threads and mappings of lldb's selected process."""
+
+    kind = "lldb"
+
+    def __init__(self) -> None:
+        self.target = _target()
+        self.process = self.target.GetProcess()
+        if not self.process.IsValid():
+            raise V8DbgError("no process: attach to a node process or load a core first")
+        self._maps = None
+
+    @property
+    def live(self) -> bool:
+        return self.process.GetPluginName() != "elf-core"
+
+    def identity(self):
+        return (self.target.GetExecutable().fullpath, self.process.GetProcessID(),
+                self.process.GetPluginName())
+
+    def read(self, address: int, size: int) -> bytes:
+        err = lldb.SBError()
+        try:
+            data = self.process.ReadMemory(address, size, err)
+        except (OverflowError, TypeError):
+            raise TargetMemoryError(address, size) from None
+        if err.Fail() or data is None or len(data) != size:
+            # Pages a core leaves out (file-backed text and read-only data): read them
+            # from the module files through the target.
+            err = lldb.SBError()
+            addr = self.target.ResolveLoadAddress(address)
+            data = self.target.ReadMemory(addr, size, err) if addr.IsValid() else None
+            if err.Fail() or data is None or len(data) != size:
+                raise TargetMemoryError(address, size)
+        return bytes(data)
+
+    def threads(self) -> list[ThreadInfo]:
+        out = []
+        pid = self.process.GetProcessID()
+        core = None if self.live else _find_core_file(pid)
+        for i in range(self.process.GetNumThreads()):
+            t = self.process.GetThreadAtIndex(i)
+            name = t.GetName()
+            if name is None and core and t.GetThreadID() == pid:
+                name = core_process_name(core)  # as the standalone reader names it
+            out.append(ThreadInfo(t.GetThreadID(), name, loader=_registers_of(t)))
+        return out
+
+    def running(self) -> bool:
+        """True when the process runs on (lldb in asynchronous mode)."""
+        return self.process.GetState() in (lldb.eStateRunning, lldb.eStateStepping)
+
+    def selected_thread(self) -> int | None:
+        t = self.process.GetSelectedThread()
+        return t.GetThreadID() if t.IsValid() else None
+
+    def mappings(self):
+        if self._maps is None:
+            pid = self.process.GetProcessID()
+            if self.live:
+                self._maps = proc_maps(pid)
+            else:
+                path = _find_core_file(pid)
+                self._maps = core_mappings(path) if path else self._module_mappings()
+        return self._maps
+
+    def _module_mappings(self):
+        """Loaded sections as mappings, when the core file cannot be found."""
+        from .target.backend import Mapping
+        out = []
+        for i in range(self.target.GetNumModules()):
+            m = self.target.GetModuleAtIndex(i)
+            path = m.GetFileSpec().fullpath
+            for j in range(m.GetNumSections()):
+                s = m.GetSectionAtIndex(j)
+                start = s.GetLoadAddress(self.target)
+                if start == lldb.LLDB_INVALID_ADDRESS or not s.GetFileByteSize():
+                    continue
+                out.append(Mapping(start, start + s.GetFileByteSize(), s.GetFileOffset(), path))
+        return out
+
+    def core_file(self) -> str | None:
+        """The core file lldb has open (the census reads whole pages from it)."""
+        if self.live:
+            return None
+        return _find_core_file(self.process.GetProcessID())
+
+    def regions(self) -> list[tuple[int, int]]:
+        """Readable memory regions as lldb reports them (core segments or live maps)."""
+        out = []
+        try:
+            regs = self.process.GetMemoryRegions()
+            info = lldb.SBMemoryRegionInfo()
+            for i in range(regs.GetSize()):
+                if regs.GetMemoryRegionAtIndex(i, info) and info.IsReadable():
+                    out.append((info.GetRegionBase(), info.GetRegionEnd()))
+        except Exception:
+            out = []
+        if not out:
+            from .heap.census import core_regions, proc_regions
+            pid = self.process.GetProcessID()
+            if self.live:
+                return proc_regions(pid)
+            path = _find_core_file(pid)
+            return core_regions(path) if path else []
+        return out
+
+    def executable(self) -> str | None:
+        return self.target.GetExecutable().fullpath
+
+    def pid(self) -> int | None:
+        return self.process.GetProcessID() or None
+
+    def generation(self) -> int:
+        return self.process.GetStopID()
+
+
+def _registers_of(thread):
+    def load() -> Registers | None:
+        f = thread.GetFrameAtIndex(0)
+        if not f.IsValid():
+            return None
+        return Registers(*[f.FindRegister(r).GetValueAsUnsigned() for r in ("rip", "rsp", "rbp")])
+
+    return load
+
+
+def _find_core_file(pid: int) -> str | None:
+    """The core file this lldb has open for process `pid` (lldb 16 cannot name it)."""
+    cands: list[str] = []
+    try:
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                cands.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                parts = line.split(None, 5)
+                if len(parts) == 6:
+                    cands.append(parts[5].strip())
+    except OSError:
+        pass
+    for arg in _cmdline():
+        cands.append(os.path.abspath(arg))
+    seen = set()
+    for path in cands:
+        if path in seen or not path.startswith("/") or not os.path.isfile(path):
+            continue
+        seen.add(path)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(64)
+        except OSError:
+            continue
+        if head[:4] != b"\x7fELF" or struct.unpack_from("<H", head, 16)[0] != 4:
+            continue
+        try:
+            from .target.corefile import CoreBackend
+            if CoreBackend(path).pid() == pid:
+                return path
+        except V8DbgError:
+            continue
+    return None
+
+
+def _cmdline() -> list[str]:
+    try:
+        with open("/proc/self/cmdline", "rb") as fh:
+            return [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def _evaluate(expr: str) -> int:
+    frame = _target().GetProcess().GetSelectedThread().GetSelectedFrame()
+    opts = lldb.SBExpressionOptions()
+    opts.SetTryAllThreads(False)
+    opts.SetAllowJIT(False)  # never run code in the target
+    v = frame.EvaluateExpression(expr, opts) if frame.IsValid() else \
+        _target().EvaluateExpression(expr, opts)
+    if not v.GetError().Success():
+        try:
+            return int(expr, 0)
+        except ValueError:
+            raise V8DbgError(f"cannot evaluate '{expr}': {v.GetError().GetCString()}") from None
+    return v.GetValueAsUnsigned()
+
+
+_backend: list = []
+
+
+def _factory():
+    t = _target()
+    p = t.GetProcess()
+    key = (t.GetExecutable().fullpath, p.GetProcessID(), p.GetStopID())
+    if not _backend or _backend[0][0] != key:
+        _backend[:] = [(key, LldbBackend())]
+    return _backend[0][1]
+
+
+SESSION = Session(_factory, evaluate=_evaluate,
+                  no_binary="no node binary: load it first (`target create /path/to/node "
+                            "--core CORE`, or `lldb -p PID`)")
+
+
+def _interrupt_check(debugger):
+    """Ctrl-C in lldb sets a flag on the command interpreter (lldb 17 and later
+    also on the debugger); Python code is not interrupted, so scans ask."""
+    interp = debugger.GetCommandInterpreter()
+    requested = getattr(debugger, "InterruptRequested", None)
+
+    def asked() -> bool:
+        if interp.WasInterrupted():
+            return True
+        return bool(requested()) if requested is not None else False
+
+    return asked
+
+
+class _Command:
+    """Base of every v8dbg command class registered with lldb."""
+
+    name = ""
+
+    def __init__(self, debugger, internal_dict) -> None:
+        pass
+
+    def __call__(self, debugger, command, exe_ctx, result) -> None:
+        try:
+            argv = shlex.split(command)
+        except ValueError:
+            argv = command.split()
+        set_interrupt_check(_interrupt_check(debugger))
+        try:
+            text, ok = SESSION.run(self.name, argv)
+        finally:
+            set_interrupt_check(None)
+        if ok:
+            result.AppendMessage(text)
+        elif text.startswith("{"):
+            # A --json error stays one JSON line a script can find, and fails.
+            result.AppendMessage(text)
+            result.SetStatus(lldb.eReturnStatusFailed)
+        else:
+            result.SetError(text)
+
+    def get_short_help(self) -> str:
+        return COMMANDS[self.name].summary
+
+    def get_long_help(self) -> str:
+        return COMMANDS[self.name].help
+
+
+COMMANDS = load_all()
+
+
+def __lldb_init_module(debugger, internal_dict) -> None:
+    mod = __name__
+    for name in COMMANDS:
+        cls = type(f"Cmd_{name}", (_Command,), {"name": name})
+        globals()[cls.__name__] = cls
+        debugger.HandleCommand(f"command script add -o -c {mod}.{cls.__name__} {name}")

@@ -23,7 +23,7 @@ from test_values import _check_closures, _check_outputs, _closure_cmds, _command
 # Maglev code of these releases carries no source position table (V8 itself
 # takes an optimized frame's position from its deoptimization data, which
 # v8dbg does not decode): the Maglev frame has no position and its inlined
-# frame is missing. Node 24.14 and later record the positions.
+# frame is missing. Node 24.20 and later record the positions.
 NO_MAGLEV_POSITIONS = {"24.0.0", "24.11.0"}
 
 _pool = ThreadPoolExecutor(max_workers=3)
@@ -35,6 +35,8 @@ def _node(version: str) -> Path:
     if not _fetches:
         for v in SWEEP:
             _fetches[v] = _pool.submit(fetch_node, v)
+    if version not in _fetches:
+        _fetches[version] = _pool.submit(fetch_node, version)
     return _fetches[version].result()
 
 

@@ -285,23 +285,33 @@ for _key, _extra in _HEAP_PAGES.items():
 
 # Lines between the ones above (odd node lines, and node 18.0-18.2 on V8 10.1),
 # each as the nearest line whose facts it shares plus what differs. Found in
-# cores of the first, a middle and the last release of each line.
+# cores of the first, a middle and the last release of each line; the page
+# offsets in cores of census_sweep.js (the one word that is 1 on the unswept
+# pages, the bitmap whose bits all fall on object maps, the links that point
+# at other pages).
 _BETWEEN: dict[tuple[int, int], tuple[tuple[int, int], dict[str, int], dict[tuple[str, str], int]]] = {
-    (10, 1): ((10, 2), {}, {}),
-    (10, 7): ((10, 2), _typed_kinds(_TYPED_KINDS_OLD, 18), {}),
-    (10, 8): ((10, 2), _typed_kinds(_TYPED_KINDS_OLD, 18), {}),
+    (10, 1): ((10, 2), dict(PageSweepingState=0xc8, PageMarkingBitmap=0x130,
+                            PageListNext=240, PageListPrev=248), {}),
+    (10, 7): ((10, 2), {**_typed_kinds(_TYPED_KINDS_OLD, 18), "PageMarkingBitmap": 0x118}, {}),
+    (10, 8): ((10, 2), {**_typed_kinds(_TYPED_KINDS_OLD, 18), "PageMarkingBitmap": 0x120}, {}),
     # Code moved its instructions out (as 11.3) but to other offsets, and
     # JSFunction::code moved to the front.
-    (11, 8): ((11, 3), {}, {
+    (11, 8): ((11, 3), dict(PageSweepingState=0xd8, PageMarkingBitmap=0x128,
+                            PageListNext=240, PageListPrev=248), {
         ("JSFunction", "code"): 24,
         ("Code", "instruction_start"): 32,
         ("Code", "flags"): 40,
         ("Code", "instruction_size"): 44,
     }),
-    # Objects as 13.6, typed-array kinds still in the old order.
-    (12, 9): ((13, 6), _typed_kinds(_TYPED_KINDS_OLD, 18), {}),
+    # Objects and page metadata as 13.6 (a FreeSpace still counts bytes),
+    # typed-array kinds still in the old order.
+    (12, 9): ((13, 6), {**_typed_kinds(_TYPED_KINDS_OLD, 18), "FreeSpaceSizeInWords": 0,
+                        "PageSweepingState": 0x100, "PageMarkingBitmap": 0x150,
+                        "PageListNext": 280, "PageListPrev": 288}, {}),
     # Objects as 13.6, source positions already packed as in 14.6.
-    (14, 1): ((13, 6), {**_types(HOLE_TYPE=272), "PositionTableEncoding": 2}, {}),
+    (14, 1): ((13, 6), {**_types(HOLE_TYPE=272), "PositionTableEncoding": 2,
+                        "PageSweepingState": 0xf8, "PageMarkingBitmap": 0x150,
+                        "PageListNext": 272, "PageListPrev": 280}, {}),
 }
 for _key, (_base, _consts, _fields) in _BETWEEN.items():
     VERSIONS[_key] = {

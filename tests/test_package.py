@@ -396,3 +396,21 @@ def test_cli_exit_codes(stack_dir: Path, tmp_path: Path) -> None:
     assert p.stderr.strip().endswith("v8dbg: interrupted") and "Traceback" not in p.stderr, \
         p.stderr
     assert ended - sent < 5, f"the CLI exited {ended - sent:.1f} s after Ctrl-C"
+
+
+def test_command_reference_is_current() -> None:
+    """docs/commands.md is what the commands' own help says now."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("commands_doc", ROOT / "scripts" / "commands_doc.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    old = os.environ.get("COLUMNS")
+    try:
+        want = mod.render()
+    finally:
+        if old is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = old
+    assert (ROOT / "docs" / "commands.md").read_text() == want, \
+        "docs/commands.md is out of date: run python3 scripts/commands_doc.py"

@@ -149,12 +149,6 @@ def run_gdb(version: str, commands: list[str], core: Path | None = None, pid: in
     return _split(out, len(commands))
 
 
-def _filter_stderr(err: str) -> str:
-    keep = [l for l in err.splitlines() if l.startswith("v8dbg") or "Traceback" in l
-            or l.startswith("  File ") or "Error" in l]
-    return "\n".join(keep)
-
-
 def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: int | None = None,
              timeout: float = 600) -> list[str]:
     args = [LLDB, "--no-lldbinit", "-b"]

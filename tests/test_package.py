@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from support import (FIXTURES, GDB, LLDB, ROOT, json_line, lldb_each, make_core,
+from support import (FIXTURES, GDB, LLDB, ROOT, json_line, make_core,
                      node_binary)
 
 VERSION = "24.21.0"

@@ -146,6 +146,8 @@ def test_installed_cli_gdb_lldb_and_init_files(venv: Path, stack_dir: Path) -> N
 
     p = run([v8dbg, "--version"])
     assert p.returncode == 0 and p.stdout.strip() == "v8dbg 0.1.0", p.stdout + p.stderr
+    p = run([v8dbg, "help", "jsstack"])
+    assert p.returncode == 0 and p.stdout.startswith("usage: v8dbg jsstack "), p.stdout
 
     # The standalone CLI, node taken from the core (and named).
     p = run([v8dbg, "jsstack", "--core", str(core), "--binary", str(node)])

@@ -21,8 +21,9 @@ fi
 
 # The test runner's Python. gdb and lldb embed /usr/bin/python3: the plugins load the
 # core from this checkout; it needs only the standard library (NumPy, above, is optional).
-python3 -m pip install -q --disable-pip-version-check pytest pytest-xdist hypothesis numpy >/dev/null 2>&1 || \
-  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest pytest-xdist hypothesis numpy
+# jsonschema: the tests validate every --json output against docs/v8dbg-output.schema.json.
+python3 -m pip install -q --disable-pip-version-check pytest pytest-xdist hypothesis numpy jsonschema >/dev/null 2>&1 || \
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest pytest-xdist hypothesis numpy jsonschema
 
 mkdir -p .cache/node
 for v in $VERSIONS; do
@@ -36,9 +37,21 @@ for v in $VERSIONS; do
   fi
 done
 
-# Kernel cores land in the crashing process's directory as `core`.
-if [ "$(cat /proc/sys/kernel/core_pattern)" != "core" ]; then
-  echo core > /proc/sys/kernel/core_pattern 2>/dev/null || \
-    echo "setup: warning: cannot set core_pattern; kernel-core tests will fail"
+# Kernel cores must land in the crashing process's directory as `core` for the
+# tests that make them. core_pattern is host-wide (containers share the host's):
+# say loudly what changes and how to undo it, and leave it alone when asked.
+pattern="$(cat /proc/sys/kernel/core_pattern)"
+if [ "$pattern" != "core" ]; then
+  if [ -n "${V8DBG_KEEP_CORE_PATTERN:-}" ]; then
+    echo "setup: warning: kernel.core_pattern is '$pattern', not 'core', and" \
+         "V8DBG_KEEP_CORE_PATTERN is set: leaving it; tests that make kernel cores will fail" >&2
+  else
+    echo "setup: *** changing the HOST-WIDE kernel.core_pattern from '$pattern' to 'core'" \
+         "(cores of every crashing process then land in its working directory)." >&2
+    echo "setup: *** to undo: echo '$pattern' > /proc/sys/kernel/core_pattern" \
+         "(set V8DBG_KEEP_CORE_PATTERN=1 to keep it unchanged)" >&2
+    echo core > /proc/sys/kernel/core_pattern 2>/dev/null || \
+      echo "setup: warning: cannot set core_pattern; kernel-core tests will fail" >&2
+  fi
 fi
 echo "setup: ready"

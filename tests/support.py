@@ -183,12 +183,6 @@ def run_gdb(version: str, commands: list[str], core: Path | None = None, pid: in
     return _split(out, len(commands))
 
 
-def _filter_stderr(err: str) -> str:
-    keep = [l for l in err.splitlines() if l.startswith("v8dbg") or "Traceback" in l
-            or l.startswith("  File ") or "Error" in l]
-    return "\n".join(keep)
-
-
 def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: int | None = None,
              timeout: float = 600) -> list[str]:
     args = [LLDB, "--no-lldbinit", "-b"]
@@ -256,16 +250,16 @@ SCHEMA_FILE = ROOT / "docs" / "v8dbg-output.schema.json"
 _validators: dict[str, object] = {}
 
 # Which $defs entry a document is, by the keys that only that command's output has.
-_KINDS = [("error", "error"), ("frames", "jsstack"), ("threads", "jsstack"),
+_KINDS = [("type", "jsprint"), ("frames", "jsstack"), ("threads", "jsstack"),
           ("groups", "findjsobjects"), ("variables", "jsclosure"),
           ("functions", "jsfunctions"), ("instances", "findjsinstances"),
           ("refs", "findjsrefs"), ("node_version", "nodeinfo"), ("isolates", "jsisolates"),
-          ("type", "jsprint"), ("source", "jssource"), ("constructor", "jsconstructor")]
+          ("source", "jssource"), ("constructor", "jsconstructor")]
 
 
 def output_kind(doc: dict, command: str | None = None) -> str:
     """The schema entry for a --json document: the command's name, or from its keys."""
-    if "error" in doc:
+    if "error" in doc and "type" not in doc:  # (a VALUE may say why it is undecodable)
         return "error"
     if command:
         name = command.split()[0]
@@ -285,6 +279,12 @@ def _schema() -> dict:
     return _validators["schema"]  # type: ignore[return-value]
 
 
+def _contexts(err):
+    for c in err.context or ():
+        yield c
+        yield from _contexts(c)
+
+
 def validate_output(doc: dict, command: str | None = None) -> None:
     """Fail unless `doc` is valid by the schema of its command's --json output."""
     import jsonschema  # scripts/setup.sh installs it; the suite requires it
@@ -295,9 +295,11 @@ def validate_output(doc: dict, command: str | None = None) -> None:
         schema.pop("anyOf", None)
         schema["$ref"] = f"#/$defs/{kind}"
         v = _validators[kind] = jsonschema.Draft202012Validator(schema)
-    errs = sorted(v.iter_errors(doc), key=lambda e: list(e.absolute_path))  # type: ignore[attr-defined]
+    errs = list(v.iter_errors(doc))  # type: ignore[attr-defined]
     if errs:
-        e = errs[0]
+        # The deepest failure says most (an anyOf's own message names no field).
+        e = max((c for err in errs for c in [err, *_contexts(err)]),
+                key=lambda c: len(c.absolute_path))
         where = "/".join(str(p) for p in e.absolute_path)
         raise AssertionError(f"--json output does not match the {kind} schema at /{where}: "
                              f"{e.message[:300]}\n{json.dumps(doc)[:1000]}")

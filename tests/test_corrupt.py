@@ -337,7 +337,8 @@ def run_debugger(frontend: str, version: str, commands: list[str], core: Path | 
             args += ["-p", str(pid)]
         args += ["-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py"]
         for c in commands:
-            args += ["-o", f"script {mark}", "-o", each(c)]
+            # A `script` line is the caller's own Python, which reports its output itself.
+            args += ["-o", f"script {mark}", "-o", c if c.startswith("script ") else each(c)]
         args += ["-o", f"script {mark}"]
     for _ in range(2):
         # gdb prints a failing command's error (a gdb.GdbError) on stderr: read both

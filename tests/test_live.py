@@ -68,26 +68,54 @@ def test_attach_run_detach(debugger: str, version: str) -> None:
         assert any(f["name"] == "spin" for f in funcs["functions"]), funcs
         still_running(node, port, before)
 
-        keeper = inst["instances"][0]
-        second = [f"jsprint --json {keeper}", f"jsconstructor {keeper}", f"findjsrefs {keeper}",
-                  "jsprint 0x11", "jsstack"]
+        # A GC may have moved the Keeper since the first attach: each command below
+        # finds it (and its handler) again in the attach it runs in.
+        second = [refind(debugger, "jsprint --json ADDR"), refind(debugger, "jsconstructor ADDR"),
+                  refind(debugger, "findjsrefs ADDR"), "jsprint 0x11", "jsstack",
+                  refind(debugger, "jsclosure --json ADDR", "handler"),
+                  refind(debugger, "jssource ADDR", "handler")]
         outs2 = runner(second)
-        res2 = {c: check_output(c, o, f"{debugger} {version} live") for c, o in
-                zip(second, outs2)}
+        names = ["jsprint --json", "jsconstructor", "findjsrefs", "jsprint 0x11", "jsstack",
+                 "jsclosure --json", "jssource"]
+        res2 = {n: check_output(n, o, f"{debugger} {version} live") for n, o in zip(names, outs2)}
         assert res2["jsprint 0x11"] == "error"
-        doc = json_line(outs2[0])
-        if "error" not in doc:  # the object may have moved since the first attach
-            assert doc.get("constructor") == "Keeper", doc
-            props = {p["key"]: p["value"] for p in doc["properties"]}
-            assert props["name"]["value"] == "server-state", props
-            handler = props["handler"]["address"]
-            third = [f"jsclosure --json {handler}", f"jssource {handler}"]
-            outs3 = runner(third)
-            got = {c: check_output(c, o, f"{debugger} {version} live") for c, o in
-                   zip(third, outs3)}
-            if got[third[1]] == "ok":
-                assert "function handler(req, res)" in outs3[1], outs3[1]
+        assert all(r == "ok" for n, r in res2.items() if n != "jsprint 0x11"), res2
+        doc = json_line(outs2[0], "jsprint")
+        assert doc.get("constructor") == "Keeper", doc
+        props = {p["key"]: p["value"] for p in doc["properties"]}
+        assert props["name"]["value"] == "server-state", props
+        assert props["handler"]["type"] == "function", props
+        assert outs2[1].strip().endswith("Keeper"), outs2[1]
+        assert "keeper" in outs2[2] or "Keeper" in outs2[2], outs2[2]
+        assert [v["name"] for v in json_line(outs2[5], "jsclosure")["variables"]], outs2[5]
+        assert "function handler(req, res)" in outs2[6], outs2[6]
         still_running(node, port, before)
+
+
+def refind(debugger: str, command: str, which: str = "keeper") -> str:
+    """A debugger command line that runs `command` with ADDR replaced by the Keeper's
+    address (or its handler's), both looked up in the same attach, and prints what
+    `command` printed (its error included)."""
+    if debugger == "gdb":
+        run = ("def _run(c):\n"
+               "    try:\n"
+               "        return gdb.execute(c, to_string=True)\n"
+               "    except gdb.error as e:\n"
+               "        return str(e)\n")
+    else:
+        run = ("def _run(c):\n"
+               "    r = lldb.SBCommandReturnObject()\n"
+               "    lldb.debugger.GetCommandInterpreter().HandleCommand(c, r)\n"
+               "    return (r.GetOutput() or '') + (r.GetError() or '')\n")
+    code = (run + "import json\n"
+            "def _doc(c):\n"
+            "    return json.loads(next(l for l in _run(c).splitlines() if l.startswith('{')))\n"
+            "a = _doc('findjsinstances --json Keeper')['instances'][0]\n")
+    if which == "handler":
+        code += ("a = {p['key']: p['value'] for p in _doc('jsprint --json ' + a)['properties']}"
+                 "['handler']['address']\n")
+    code += f"print(_run({command!r}.replace('ADDR', a)).rstrip())\n"
+    return f"{'python' if debugger == 'gdb' else 'script'} exec({code!r})"
 
 
 @pytest.mark.parametrize("debugger", ["gdb", "lldb"])

@@ -11,7 +11,7 @@ import os
 
 import gdb  # type: ignore[import-not-found]
 
-from .commands import COMMANDS, Command, Session, load_all
+from .commands import Command, Session, load_all
 from .target.corefile import core_process_name
 from .errors import TargetMemoryError, V8DbgError
 from .target.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps

@@ -21,7 +21,8 @@ _LLDB_NAMES = ["lldb"] + [f"lldb-{n}" for n in range(30, 15, -1)]
 
 def package_parent() -> str:
     """The directory that holds the `v8dbg` package (site-packages, or a checkout)."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    top = sys.modules[(__package__ or "v8dbg").split(".")[0]]
+    return os.path.dirname(os.path.dirname(os.path.abspath(top.__file__ or "")))
 
 
 def gdb_lines() -> list[str]:

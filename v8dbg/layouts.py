@@ -32,6 +32,9 @@ COMMON: dict[str, Any] = {
         "ErrorStackFrameSlots": 0,  # >0: an unformatted error stack is a flat list
         "ErrorStackFrameFunction": 2,
         "JSDateValueIsRaw": 0,  # 1: JSDate keeps a raw float64, not a tagged number
+        # A NativeContext is its slots plus raw words after them (the microtask
+        # queue pointer): its size is 2 + length + this many words.
+        "NativeContextExtraWords": 1,
     },
     "fields": {
         ("Script", "line_offset"): 24,

@@ -85,6 +85,7 @@ class Census:
     unswept_pages: int = 0  # pages whose live objects were told by their mark bits
     damaged_pages: list[int] = field(default_factory=list)  # pages the walk could not finish
     skipped_bytes: int = 0  # bytes of those pages the walk stepped over
+    left_out: int = 0  # literal boilerplates V8 keeps for itself, not counted
 
 
 class _Layout:
@@ -455,6 +456,7 @@ class _Classifier:
         self.free_shift = 0 if md.consts.get("FreeSpaceSizeInWords") else 3
         self.filler = t.get("FILLER_TYPE")
         self.receiver_first = t.get("JS_PROXY_TYPE", 1024)
+        self.allocation_site = t.get("ALLOCATION_SITE_TYPE", -1)
         fa_first = t.get("FIXED_ARRAY_TYPE")
         fa_last = t.get("BYTE_ARRAY_TYPE")
         arrays = set()
@@ -524,7 +526,10 @@ class _Classifier:
                 return (K_SEQ1 if itype & 8 else K_SEQ2, 0, itype, False)
             return (K_FIXED, isw, itype, False) if isw else (K_UNKNOWN, 0, itype, False)
         if isw:
-            return (K_FIXED, isw, itype, itype >= self.receiver_first)
+            # Addresses are kept of JS objects, and of AllocationSites (whose
+            # literal boilerplates are V8's own objects, left out of the census).
+            return (K_FIXED, isw, itype,
+                    itype >= self.receiver_first or itype == self.allocation_site)
         if itype == self.native_context:
             return (K_NCTX, 0, itype, False)
         if itype in self.arrays:
@@ -1108,6 +1113,44 @@ def layout(prog: Program) -> _Layout:
     return _Layout(prog)
 
 
+def _leave_out_boilerplates(prog: Program, h: Heap, stats: dict[int, MapStats],
+                            sites: list[int]) -> int:
+    """Take the literal boilerplates V8 keeps in AllocationSites out of stats.
+
+    V8 keeps one hidden copy of each object or array literal that has run
+    (its boilerplate) to clone the next ones from; it is no object of the
+    program, and V8's heap snapshot does not count it among them.
+    """
+    md = prog.md
+    off = md.fields.get(("AllocationSite", "transition_info_or_boilerplate"))
+    if off is None or not sites:
+        return 0
+    mem = prog.mem
+    boiler: dict[int, set[int]] = {}
+    for s in sites[:1 << 22]:
+        try:
+            b = mem.u64(s - 1 + off)
+            if not h.is_heap(b):
+                continue
+            m = mem.u64(b - 1)
+        except TargetMemoryError:
+            continue
+        if m in stats:
+            boiler.setdefault(m, set()).add(b)
+    n = 0
+    for m, bs in boiler.items():
+        st = stats[m]
+        if st.addresses is None:
+            continue
+        keep = array("Q", (a for a in st.addresses if a not in bs))
+        n += len(st.addresses) - len(keep)
+        if keep:
+            st.addresses = keep
+        else:
+            del stats[m]
+    return n
+
+
 def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int]) -> PageWalk:
     """The walk of one page, by the one algorithm (NumPy only speeds it up)."""
     words = w.read_page(p)
@@ -1172,15 +1215,23 @@ def scan(prog: Program, heap: int | None = None, progress=None,
             progress.update(done, total_bytes)
     # In map-address order, so every front end lists (and picks representatives) alike.
     stats: dict[int, MapStats] = {}
+    sites: list[int] = []
     for m in sorted(parts):
         info = w.cache.get(m)
         lst = parts[m]
         addrs = lst[0] if len(lst) == 1 else array("Q", b"".join(x.tobytes() for x in lst))
+        if info and info[2] == w.cls.allocation_site:
+            sites.extend(addrs)
+            continue
         st = stats[m] = MapStats(m, info[2] if info else -1, addresses=addrs)
-        st.count = len(addrs)
+    left_out = _leave_out_boilerplates(prog, h, stats, sites)
+    for st in stats.values():
+        info = w.cache.get(st.map)
+        st.count = len(st.addresses or ())
         st.size = st.count * 8 * (info[1] if info else 0)
+    total -= left_out
     c = Census(live, stats, total, total_bytes, time.monotonic() - t0, unknown, heap,
-               sum(1 for p in live if p.marks is not None), damaged, skipped)
+               sum(1 for p in live if p.marks is not None), damaged, skipped, left_out)
     if use_numpy is None:
         prog.cache[("census", heap)] = c
     prog.cache["census_walker"] = w

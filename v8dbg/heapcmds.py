@@ -88,7 +88,7 @@ def _groups(prog: Program, heap: int) -> list[Group]:
     groups: dict[tuple[str, tuple[str, ...]], Group] = {}
     dict_budget = MAX_DICT_SHAPES
     for st in c.maps.values():
-        if st.addresses is None or not st.count or sh.is_function_type(st.instance_type):
+        if st.addresses is None or not st.count or sh.is_closure_type(st.instance_type):
             continue
         try:
             shape = sh.shape(st.map, st.addresses[0])
@@ -98,7 +98,7 @@ def _groups(prog: Program, heap: int) -> list[Group]:
         if shape.dictionary and st.count <= dict_budget:
             dict_budget -= st.count
             for a in st.addresses:
-                key = (shape.constructor, tuple(sh.property_names(a)))
+                key = (sh.name_of(a, st.map), tuple(sh.property_names(a)))
                 g = groups.get(key)
                 if g is None:
                     g = groups[key] = Group(key[0], list(key[1]), representative=a)
@@ -150,7 +150,9 @@ def _findjsobjects(p: argparse.ArgumentParser):
                             "count": g.count, "size": g.size,
                             "representative": hexaddr(g.representative)} for g in groups],
                 "total_objects": c.total_objects, "seconds": seconds,
-                "unswept_pages": c.unswept_pages, "isolate": iso.to_json()}
+                "unswept_pages": c.unswept_pages, "damaged_pages": len(c.damaged_pages),
+                "skipped_bytes": c.skipped_bytes, "left_out": c.left_out,
+                "isolate": iso.to_json()}
         lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}  CONSTRUCTOR {{PROPERTIES}}"]
         for g in groups:
             lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {g.size:>11}  "
@@ -159,6 +161,10 @@ def _findjsobjects(p: argparse.ArgumentParser):
         lines.append(f"{sum(g.count for g in groups)} objects in {len(groups)} groups "
                      f"({c.total_objects} live heap objects, {len(c.pages)} pages, "
                      f"{seconds:.2f} s)")
+        if c.damaged_pages:
+            lines.append(f"warning: {len(c.damaged_pages)} heap pages could not be walked to "
+                         f"their end ({c.skipped_bytes} bytes skipped): objects there may be "
+                         "missing from the counts")
         if c.unswept_pages:
             lines.append(f"{c.unswept_pages} pages were not yet swept after the last full GC: "
                          "only their objects marked live were counted")
@@ -182,7 +188,8 @@ def instances(prog: Program, heap: int, name: str) -> list[int] | array:
                 continue
             if sh.shape(m, st.addresses[0]).dictionary:
                 want = g.properties
-                parts.append([a for a in st.addresses if sh.property_names(a) == want])
+                parts.append([a for a in st.addresses if sh.property_names(a) == want
+                              and sh.name_of(a, m) == name])
             else:
                 parts.append(st.addresses)
     if len(parts) == 1:

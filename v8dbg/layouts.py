@@ -61,6 +61,10 @@ COMMON: dict[str, Any] = {
         ("JSPromise", "flags"): 32,
         ("JSProxy", "target"): 16,
         ("JSProxy", "handler"): 24,
+        # An AllocationSite: an object literal's boilerplate (or a Smi of
+        # transition info), then the site of the literal's nested object.
+        ("AllocationSite", "transition_info_or_boilerplate"): 8,
+        ("AllocationSite", "nested_site"): 16,
         ("JSBoundFunction", "bound_target_function"): 24,
         ("JSBoundFunction", "bound_this"): 32,
         ("JSBoundFunction", "bound_arguments"): 40,

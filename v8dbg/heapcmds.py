@@ -461,8 +461,9 @@ def _findjsrefs(p: argparse.ArgumentParser):
 
 @command("jsfunctions", "functions grouped by their code, with closure counts",
          "List the JavaScript functions on the heap grouped by SharedFunctionInfo: "
-         "name, where defined, and how many closures exist (a closure leak shows as "
-         "a large count).")
+         "name, where defined, how many closures exist (a closure leak shows as "
+         "a large count) and one closure's address, for jsclosure and jssource "
+         "(which take the SharedFunctionInfo too).")
 def _jsfunctions(p: argparse.ArgumentParser):
     p.add_argument("-n", metavar="NAME", help="only functions named NAME")
     p.add_argument("-s", metavar="FILE", help="only functions defined in a script whose "
@@ -478,15 +479,24 @@ def _jsfunctions(p: argparse.ArgumentParser):
             rows = [r for r in rows if r["name"] == args.n]
         if args.s is not None:
             rows = [r for r in rows if r["script"] and args.s in r["script"]]
-        lines = [f"{'SHARED':>16} {'CLOSURES':>8}  FUNCTION  SCRIPT:LINE:COLUMN"]
+        lines = [f"{'SHARED':>16} {'CLOSURE':>16} {'CLOSURES':>8}  FUNCTION  SCRIPT:LINE:COLUMN"]
         for r in rows:
             where = f"{r['script']}:{r['line']}:{r['column']}" if r["script"] else "(no script)"
-            lines.append(f"{r['shared']:>16} {r['closures']:>8}  {r['name'] or '(anonymous)'}  {where}")
+            lines.append(f"{r['shared']:>16} {r['closure']:>16} {r['closures']:>8}  "
+                         f"{r['name'] or '(anonymous)'}  {where}")
         lines.append(f"{len(rows)} functions, {sum(r['closures'] for r in rows)} closures")
         lines.append(_where(prog, iso))
         return Result({"functions": rows, "isolate": iso.to_json()}, "\n".join(lines))
 
     return run
+
+
+def closure_of(prog: Program, heap: int, sfi: int) -> int | None:
+    """The lowest-addressed live closure of a SharedFunctionInfo (jsfunctions' "closure")."""
+    for r in functions(prog, heap):
+        if r["shared"] == hexaddr(sfi):
+            return int(r["closure"], 16)
+    return None
 
 
 def functions(prog: Program, heap: int) -> list[dict]:
@@ -499,6 +509,7 @@ def functions(prog: Program, heap: int) -> list[dict]:
     f = sh.f
     o_shared = h.md.off("JSFunction", "shared")
     by_sfi: dict[int, int] = {}
+    first: dict[int, int] = {}
     for st in c.maps.values():
         if st.addresses is None or not sh.is_function_type(st.instance_type):
             continue
@@ -508,6 +519,8 @@ def functions(prog: Program, heap: int) -> list[dict]:
             except TargetMemoryError:
                 continue
             by_sfi[sfi] = by_sfi.get(sfi, 0) + 1
+            if sfi not in first or a < first[sfi]:
+                first[sfi] = a
     rows = []
     for sfi, n in by_sfi.items():
         try:
@@ -526,7 +539,7 @@ def functions(prog: Program, heap: int) -> list[dict]:
         except (DecodeError, TargetMemoryError):
             pass
         rows.append({"name": name, "script": script, "line": line, "column": col,
-                     "closures": n, "shared": hexaddr(sfi)})
+                     "closures": n, "shared": hexaddr(sfi), "closure": hexaddr(first[sfi])})
     rows.sort(key=lambda r: (-r["closures"], r["name"] or "", r["shared"]))
     prog.cache[("census_functions", heap)] = rows
     return rows

@@ -206,6 +206,11 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         # An unformatted error stack is a flat list: 6 slots per frame, function 3rd.
         "ErrorStackFrameSlots": 6,
         "ErrorStackFrameFunction": 2,
+        # A mutable `let` number may live in a ContextCell in its context slot:
+        # the tagged value at +8, a state word at +24 and, in the int32 and
+        # float64 states, the raw number at +32 (checked in cores).
+        "ContextCellValue": 8, "ContextCellState": 24, "ContextCellRaw": 32,
+        "ContextCellStateInt32": 2, "ContextCellStateFloat64": 3,
     }, "fields": {
         ("JSArrayBuffer", "bit_field"): 72,
         ("JSArrayBufferView", "buffer"): 32,

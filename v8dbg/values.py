@@ -450,30 +450,8 @@ class Values:
 
     def constructor_name(self, obj: int) -> str | None:
         """The name util.inspect would show before an object; None for a null prototype."""
-        # util.inspect's rule: the first own data property `constructor` that is a
-        # named function, from the object itself up its prototype chain.
-        h = self.h
-        m = h.map_of(obj)
-        name = self._own_constructor(obj)
-        if name:
-            return name
-        if m in self._ctor_cache:
-            return self._ctor_cache[m]
-        o = self.fld(m, "Map", "prototype")
-        found: str | None = self._fallback_name(h.map_type(m))
-        for _ in range(MAX_CHAIN):
-            if not h.is_heap(o) or h.oddball_name(o) == "null":
-                found = None
-                break
-            name = self._own_constructor(o)
-            if name:
-                found = name
-                break
-            o = self.fld(h.map_of(o), "Map", "prototype")
-        if len(self._ctor_cache) > 100000:
-            self._ctor_cache.clear()
-        self._ctor_cache[m] = found
-        return found
+        from .ctorname import inspect_name
+        return inspect_name(self, obj, self._ctor_cache)
 
     def _own_constructor(self, o: int) -> str | None:
         c = self.own_data_property(o, "constructor")
@@ -492,7 +470,10 @@ class Values:
 
     def decode(self, v: int, depth: int = 2, strlen: int = 100, max_props: int = 1000) -> Value:
         """The VALUE for tagged word v, `depth` levels of members deep."""
-        walk = _Walk(Options(max(depth, 0), max(strlen, 0), MAX_VALUES, max(max_props, 0)))
+        # The value budget grows with what the caller asked for (-N), so a
+        # user's limit is never cut short by an internal one.
+        budget = max(MAX_VALUES, 2 * max(strlen, 0) + 1000)
+        walk = _Walk(Options(max(depth, 0), max(strlen, 0), budget, max(max_props, 0)))
         return self._value(v, 0, walk)
 
     def _value(self, v: int, level: int, walk: _Walk) -> Value:
@@ -1076,6 +1057,7 @@ class Values:
                           max_scopes: int = MAX_CHAIN) -> list[dict]:
         """Variables of every context enclosing a function, innermost first."""
         from .scopes import ScopeInfo
+        from .slots import unwrap as unwrap_slot
         h = self.h
         if not self.f.is_function(fn):
             raise DecodeError(f"0x{fn:x} is not a JavaScript function")
@@ -1098,7 +1080,9 @@ class Values:
             if h.is_heap(si) and h.is_type(si, "SCOPE_INFO_TYPE"):
                 for local in ScopeInfo(h, self.s, si).context_locals():
                     if 0 <= local.slot < len(slots):
-                        val = self.decode(slots[local.slot], depth, strlen, max_props)
+                        raw = unwrap_slot(h, slots[local.slot])
+                        val = number_value(raw) if isinstance(raw, float) else \
+                            self.decode(raw, depth, strlen, max_props)
                         out.append({"name": local.name, "value": val,
                                     "context": hexaddr(ctx)})
             ctx = slots[self.md.const("context_idx_prev")]

@@ -13,7 +13,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from . import census
+from . import census, refedges, slots
 from .isolates import Isolate, choose, isolates
 from .commands import Progress, Result, Session, command, hexaddr
 from .errors import DecodeError, TargetMemoryError, V8DbgError
@@ -250,6 +250,7 @@ class _RefFinder:
         self.ctx_lo = md.consts.get("FirstContextType", -1)
         self.ctx_hi = md.consts.get("LastContextType", -2)
         self.js_first = md.types.get("JS_PROXY_TYPE", 1024)
+        self.cells = slots.wrapper_types(self.h)
         self._starts: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = {}
         self._pages = sorted(self.c.pages, key=lambda p: p.start)
         self._page_starts = [p.start for p in self._pages]
@@ -310,6 +311,14 @@ class _RefFinder:
                 out.extend(self._from_receiver(obj, t, target, slot))
             elif self.ctx_lo <= t <= self.ctx_hi:
                 out.extend(self._from_context(obj, slot))
+            elif t in self.cells:
+                # A context cell wraps one closure variable: the context holds it.
+                for ctx, cslot in self.holders(obj, 16):
+                    if self.ctx_lo <= self.itype(ctx) <= self.ctx_hi:
+                        out.extend(self._from_context(ctx, cslot))
+            elif self.h.is_string_type(t) and refedges.field_name(self.h, obj, t, slot):
+                out.append(Ref(obj, "string", None, refedges.field_name(self.h, obj, t, slot)
+                               or "?"))
             elif lifted < MAX_LIFT:
                 lifted += 1
                 out.extend(self._lift(obj, t, target, slot))
@@ -329,13 +338,14 @@ class _RefFinder:
             return None
 
     def _from_receiver(self, obj: int, t: int, target: int, slot: int) -> list[Ref]:
-        kind = "function" if self.sh.is_function_type(t) else \
+        kind = "function" if self.sh.is_closure_type(t) else \
             "array" if t == self.t.get("JS_ARRAY_TYPE") else "object"
         for pr in self._props(obj):
             if pr.value == target and not pr.accessor:
                 return [Ref(obj, kind, self._ctor(obj), self.v.key_text(pr.key, 200) or "?")]
         off = slot - (obj - 1)
-        return [Ref(obj, kind, self._ctor(obj), f"<internal slot +{off}>")]
+        via = refedges.field_name(self.h, obj, t, slot) or f"<internal slot +{off}>"
+        return [Ref(obj, kind, self._ctor(obj), via)]
 
     def _props(self, obj: int):
         try:
@@ -375,7 +385,12 @@ class _RefFinder:
                 continue
             elems = self.h.field(owner, "JSObject", "elements")
             props = self.h.field(owner, "JSReceiver", "raw_properties_or_hash")
-            if elems == arr:
+            named = refedges.field_name(self.h, owner, ot, _s)
+            if named and named not in ("elements", "raw_properties_or_hash"):
+                # An array one field of the owner holds (a bound function's arguments).
+                kind = refedges.holder_kind(self.h, ot)
+                out.append(Ref(owner, kind, self._ctor(owner), f"{named}[{index}]"))
+            elif elems == arr:
                 kind = "array" if name == "JS_ARRAY_TYPE" else "object"
                 out.append(Ref(owner, kind, self._ctor(owner), self._element_via(arr, t, index)))
             elif props == arr:

@@ -668,6 +668,8 @@ class Walker:
         kind = info[0]
         stop = min(n, i + MAX_RESYNC_WORDS)
         if kind == K_BAD:
+            if m == 0 and not any(int(words[k]) for k in range(i, n)):
+                return n  # never-used memory to the page's end (an allocation area not found)
             j = self._resync(words, i + 1, stop)
             res.damaged = True
             res.skipped += 8 * (j - i)

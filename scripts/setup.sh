@@ -37,6 +37,18 @@ for v in $VERSIONS; do
   fi
 done
 
+# A large real program for the census test: TypeScript's compiler (no dependencies),
+# pinned, unpacked from the npm registry into .cache/npm.
+TSC_VERSION=5.6.3
+if [ ! -f ".cache/npm/typescript-$TSC_VERSION/lib/typescript.js" ]; then
+  echo "setup: fetching typescript $TSC_VERSION"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "typescript@$TSC_VERSION" >/dev/null)
+  mkdir -p ".cache/npm/typescript-$TSC_VERSION"
+  tar -xzf "$tmp/typescript-$TSC_VERSION.tgz" -C ".cache/npm/typescript-$TSC_VERSION" --strip-components=1
+  rm -rf "$tmp"
+fi
+
 # Kernel cores must land in the crashing process's directory as `core` for the
 # tests that make them. core_pattern is host-wide (containers share the host's):
 # say loudly what changes and how to undo it, and leave it alone when asked.

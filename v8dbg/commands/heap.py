@@ -13,7 +13,8 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from ..heap import census
+from ..heap import census, refedges
+from ..v8 import slots
 from ..heap.isolates import Isolate, choose, isolates
 from .base import Progress, Result, Session, command, hexaddr
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
@@ -84,7 +85,7 @@ def _groups(prog: Program, heap: int) -> list[Group]:
     groups: dict[tuple[str, tuple[str, ...]], Group] = {}
     dict_budget = MAX_DICT_SHAPES
     for st in c.maps.values():
-        if st.addresses is None or not st.count or sh.is_function_type(st.instance_type):
+        if st.addresses is None or not st.count or sh.is_closure_type(st.instance_type):
             continue
         try:
             shape = sh.shape(st.map, st.addresses[0])
@@ -94,7 +95,7 @@ def _groups(prog: Program, heap: int) -> list[Group]:
         if shape.dictionary and st.count <= dict_budget:
             dict_budget -= st.count
             for a in st.addresses:
-                key = (shape.constructor, tuple(sh.property_names(a)))
+                key = (sh.name_of(a, st.map), tuple(sh.property_names(a)))
                 g = groups.get(key)
                 if g is None:
                     g = groups[key] = Group(key[0], list(key[1]), representative=a)
@@ -146,7 +147,9 @@ def _findjsobjects(p: argparse.ArgumentParser):
                             "count": g.count, "size": g.size,
                             "representative": hexaddr(g.representative)} for g in groups],
                 "total_objects": c.total_objects, "seconds": seconds,
-                "unswept_pages": c.unswept_pages, "isolate": iso.to_json()}
+                "unswept_pages": c.unswept_pages, "damaged_pages": len(c.damaged_pages),
+                "skipped_bytes": c.skipped_bytes, "left_out": c.left_out,
+                "isolate": iso.to_json()}
         lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}  CONSTRUCTOR {{PROPERTIES}}"]
         for g in groups:
             lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {g.size:>11}  "
@@ -155,6 +158,10 @@ def _findjsobjects(p: argparse.ArgumentParser):
         lines.append(f"{sum(g.count for g in groups)} objects in {len(groups)} groups "
                      f"({c.total_objects} live heap objects, {len(c.pages)} pages, "
                      f"{seconds:.2f} s)")
+        if c.damaged_pages:
+            lines.append(f"warning: {len(c.damaged_pages)} heap pages could not be walked to "
+                         f"their end ({c.skipped_bytes} bytes skipped): objects there may be "
+                         "missing from the counts")
         if c.unswept_pages:
             lines.append(f"{c.unswept_pages} pages were not yet swept after the last full GC: "
                          "only their objects marked live were counted")
@@ -178,7 +185,8 @@ def instances(prog: Program, heap: int, name: str) -> list[int] | array:
                 continue
             if sh.shape(m, st.addresses[0]).dictionary:
                 want = g.properties
-                parts.append([a for a in st.addresses if sh.property_names(a) == want])
+                parts.append([a for a in st.addresses if sh.property_names(a) == want
+                              and sh.name_of(a, m) == name])
             else:
                 parts.append(st.addresses)
     if len(parts) == 1:
@@ -239,6 +247,7 @@ class _RefFinder:
         self.ctx_lo = md.consts.get("FirstContextType", -1)
         self.ctx_hi = md.consts.get("LastContextType", -2)
         self.js_first = md.types.get("JS_PROXY_TYPE", 1024)
+        self.cells = slots.wrapper_types(self.h)
         self._starts: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = {}
         self._pages = sorted(self.c.pages, key=lambda p: p.start)
         self._page_starts = [p.start for p in self._pages]
@@ -299,6 +308,14 @@ class _RefFinder:
                 out.extend(self._from_receiver(obj, t, target, slot))
             elif self.ctx_lo <= t <= self.ctx_hi:
                 out.extend(self._from_context(obj, slot))
+            elif t in self.cells:
+                # A context cell wraps one closure variable: the context holds it.
+                for ctx, cslot in self.holders(obj, 16):
+                    if self.ctx_lo <= self.itype(ctx) <= self.ctx_hi:
+                        out.extend(self._from_context(ctx, cslot))
+            elif self.h.is_string_type(t) and refedges.field_name(self.h, obj, t, slot):
+                out.append(Ref(obj, "string", None, refedges.field_name(self.h, obj, t, slot)
+                               or "?"))
             elif lifted < MAX_LIFT:
                 lifted += 1
                 out.extend(self._lift(obj, t, target, slot))
@@ -318,13 +335,14 @@ class _RefFinder:
             return None
 
     def _from_receiver(self, obj: int, t: int, target: int, slot: int) -> list[Ref]:
-        kind = "function" if self.sh.is_function_type(t) else \
+        kind = "function" if self.sh.is_closure_type(t) else \
             "array" if t == self.t.get("JS_ARRAY_TYPE") else "object"
         for pr in self._props(obj):
             if pr.value == target and not pr.accessor:
                 return [Ref(obj, kind, self._ctor(obj), self.v.key_text(pr.key, 200) or "?")]
         off = slot - (obj - 1)
-        return [Ref(obj, kind, self._ctor(obj), f"<internal slot +{off}>")]
+        via = refedges.field_name(self.h, obj, t, slot) or f"<internal slot +{off}>"
+        return [Ref(obj, kind, self._ctor(obj), via)]
 
     def _props(self, obj: int):
         try:
@@ -364,7 +382,12 @@ class _RefFinder:
                 continue
             elems = self.h.field(owner, "JSObject", "elements")
             props = self.h.field(owner, "JSReceiver", "raw_properties_or_hash")
-            if elems == arr:
+            named = refedges.field_name(self.h, owner, ot, _s)
+            if named and named not in ("elements", "raw_properties_or_hash"):
+                # An array one field of the owner holds (a bound function's arguments).
+                kind = refedges.holder_kind(self.h, ot)
+                out.append(Ref(owner, kind, self._ctor(owner), f"{named}[{index}]"))
+            elif elems == arr:
                 kind = "array" if name == "JS_ARRAY_TYPE" else "object"
                 out.append(Ref(owner, kind, self._ctor(owner), self._element_via(arr, t, index)))
             elif props == arr:
@@ -450,8 +473,9 @@ def _findjsrefs(p: argparse.ArgumentParser):
 
 @command("jsfunctions", "functions grouped by their code, with closure counts",
          "List the JavaScript functions on the heap grouped by SharedFunctionInfo: "
-         "name, where defined, and how many closures exist (a closure leak shows as "
-         "a large count).")
+         "name, where defined, how many closures exist (a closure leak shows as "
+         "a large count) and one closure's address, for jsclosure and jssource "
+         "(which take the SharedFunctionInfo too).")
 def _jsfunctions(p: argparse.ArgumentParser):
     p.add_argument("-n", metavar="NAME", help="only functions named NAME")
     p.add_argument("-s", metavar="FILE", help="only functions defined in a script whose "
@@ -467,15 +491,24 @@ def _jsfunctions(p: argparse.ArgumentParser):
             rows = [r for r in rows if r["name"] == args.n]
         if args.s is not None:
             rows = [r for r in rows if r["script"] and args.s in r["script"]]
-        lines = [f"{'SHARED':>16} {'CLOSURES':>8}  FUNCTION  SCRIPT:LINE:COLUMN"]
+        lines = [f"{'SHARED':>16} {'CLOSURE':>16} {'CLOSURES':>8}  FUNCTION  SCRIPT:LINE:COLUMN"]
         for r in rows:
             where = f"{r['script']}:{r['line']}:{r['column']}" if r["script"] else "(no script)"
-            lines.append(f"{r['shared']:>16} {r['closures']:>8}  {r['name'] or '(anonymous)'}  {where}")
+            lines.append(f"{r['shared']:>16} {r['closure']:>16} {r['closures']:>8}  "
+                         f"{r['name'] or '(anonymous)'}  {where}")
         lines.append(f"{len(rows)} functions, {sum(r['closures'] for r in rows)} closures")
         lines.append(_where(prog, iso))
         return Result({"functions": rows, "isolate": iso.to_json()}, "\n".join(lines))
 
     return run
+
+
+def closure_of(prog: Program, heap: int, sfi: int) -> int | None:
+    """The lowest-addressed live closure of a SharedFunctionInfo (jsfunctions' "closure")."""
+    for r in functions(prog, heap):
+        if r["shared"] == hexaddr(sfi):
+            return int(r["closure"], 16)
+    return None
 
 
 def functions(prog: Program, heap: int) -> list[dict]:
@@ -488,6 +521,7 @@ def functions(prog: Program, heap: int) -> list[dict]:
     f = sh.f
     o_shared = h.md.off("JSFunction", "shared")
     by_sfi: dict[int, int] = {}
+    first: dict[int, int] = {}
     for st in c.maps.values():
         if st.addresses is None or not sh.is_function_type(st.instance_type):
             continue
@@ -497,6 +531,8 @@ def functions(prog: Program, heap: int) -> list[dict]:
             except TargetMemoryError:
                 continue
             by_sfi[sfi] = by_sfi.get(sfi, 0) + 1
+            if sfi not in first or a < first[sfi]:
+                first[sfi] = a
     rows = []
     for sfi, n in by_sfi.items():
         try:
@@ -515,7 +551,7 @@ def functions(prog: Program, heap: int) -> list[dict]:
         except (DecodeError, TargetMemoryError):
             pass
         rows.append({"name": name, "script": script, "line": line, "column": col,
-                     "closures": n, "shared": hexaddr(sfi)})
+                     "closures": n, "shared": hexaddr(sfi), "closure": hexaddr(first[sfi])})
     rows.sort(key=lambda r: (-r["closures"], r["name"] or "", r["shared"]))
     prog.heap_state.functions[heap] = rows
     return rows

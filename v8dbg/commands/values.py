@@ -52,6 +52,8 @@ def _function_at(vals: Values, addr: int, what: str) -> int:
         raise V8DbgError(f"{what}: 0x{addr:x} is not a heap object pointer "
                          "(a tagged pointer ends in binary 1)")
     try:
+        if h.is_type(addr, "SHARED_FUNCTION_INFO_TYPE"):
+            addr = _closure_of(vals, addr, what)
         for _ in range(8):
             if vals.f.is_function(addr):
                 return addr
@@ -63,6 +65,17 @@ def _function_at(vals: Values, addr: int, what: str) -> int:
     except TargetMemoryError as e:
         raise V8DbgError(f"{what}: {e}") from None
     raise V8DbgError(f"{what}: 0x{addr:x} is not a JavaScript function (it is {kind})")
+
+
+def _closure_of(vals: Values, sfi: int, what: str) -> int:
+    """A live closure of a SharedFunctionInfo (as jsfunctions lists them), from the census."""
+    from .heap import closure_of
+    from ..heap.isolates import choose
+    fn = closure_of(vals.prog, choose(vals.prog, address=sfi).heap, sfi)
+    if fn is None:
+        raise V8DbgError(f"{what}: 0x{sfi:x} is a SharedFunctionInfo with no live closure "
+                         "on the heap")
+    return fn
 
 
 @command("jsprint", "print the JS value at an address, like util.inspect",

@@ -46,7 +46,7 @@ HASH_SIZE = 1 << 20
 
 # Object kinds, for the walk's size computation.
 K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_UNKNOWN, K_BIGINT, K_PROPARRAY, \
-    K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_BAD = range(13)
+    K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_BAD, K_NCTX = range(14)
 
 
 @dataclass
@@ -88,6 +88,9 @@ class Census:
     unknown_sizes: int  # objects whose size was found by resynchronising
     heap: int
     unswept_pages: int = 0  # pages whose live objects were told by their mark bits
+    damaged_pages: list[int] = field(default_factory=list)  # pages the walk could not finish
+    skipped_bytes: int = 0  # bytes of those pages the walk stepped over
+    left_out: int = 0  # literal boilerplates V8 keeps for itself, not counted
 
 
 class _Layout:
@@ -459,6 +462,7 @@ class _Classifier:
         self.free_shift = 0 if md.consts.get("FreeSpaceSizeInWords") else 3
         self.filler = t.get("FILLER_TYPE")
         self.receiver_first = t.get("JS_PROXY_TYPE", 1024)
+        self.allocation_site = t.get("ALLOCATION_SITE_TYPE", -1)
         fa_first = t.get("FIXED_ARRAY_TYPE")
         fa_last = t.get("BYTE_ARRAY_TYPE")
         arrays = set()
@@ -488,6 +492,8 @@ class _Classifier:
         self.desc_header = md.fields.get(("DescriptorArray", "header_size"), 24)
         self.weaklist = t.get("WEAK_ARRAY_LIST_TYPE")
         self.bytecode = t.get("BYTECODE_ARRAY_TYPE")
+        self.native_context = t.get("NATIVE_CONTEXT_TYPE")
+        self.nctx_extra = md.consts.get("NativeContextExtraWords", 0)
         self.bytecode_header = md.fields.get(("BytecodeArray", "data"), 56)
         self.nonstring = md.const("FirstNonstringType")
         self.o_isw = md.fields.get(("Map", "instance_size_in_words"),
@@ -526,7 +532,12 @@ class _Classifier:
                 return (K_SEQ1 if itype & 8 else K_SEQ2, 0, itype, False)
             return (K_FIXED, isw, itype, False) if isw else (K_UNKNOWN, 0, itype, False)
         if isw:
-            return (K_FIXED, isw, itype, itype >= self.receiver_first)
+            # Addresses are kept of JS objects, and of AllocationSites (whose
+            # literal boilerplates are V8's own objects, left out of the census).
+            return (K_FIXED, isw, itype,
+                    itype >= self.receiver_first or itype == self.allocation_site)
+        if itype == self.native_context:
+            return (K_NCTX, 0, itype, False)
         if itype in self.arrays:
             return (K_ARRAY, 0, itype, False)
         if itype in self.bytes_types:
@@ -546,7 +557,7 @@ class _Classifier:
 
 def _var_size(kind: int, words, i: int, cls: _Classifier) -> int:
     """Size in words of a variable-size object at word i (0 if unknown)."""
-    w1 = words[i + 1]
+    w1 = int(words[i + 1])
     if kind == K_ARRAY:
         return 2 + (w1 >> 32)
     if kind == K_SEQ1:
@@ -567,26 +578,40 @@ def _var_size(kind: int, words, i: int, cls: _Classifier) -> int:
         return 3 + (w1 >> 32)
     if kind == K_BYTECODE:
         return (cls.bytecode_header + (w1 >> 32) + 7) >> 3
+    if kind == K_NCTX:
+        return 2 + (w1 >> 32) + cls.nctx_extra
     return 0
 
 
 # -- the walk ----------------------------------------------------------------------
+#
+# One algorithm walks a page, whatever the front end and whether NumPy is
+# present: from the area start, the object at word i has the map words[i]
+# and a size its map's kind tells (`Walker.step` is the rule, for every
+# case); the next object starts right after it. A word that is not a map is
+# damage: the walk resynchronises at the next word that is a map and counts
+# the words it skipped. With NumPy, `NumpyPages` computes that same step for
+# every word that holds a known map at once (`vector_steps`, whose
+# pure-Python equivalent `python_steps` the tests compare on real heaps) and
+# follows the chain of steps; whatever it cannot decide in bulk (a word that
+# is no known map, a kind without a size rule, an object that would run past
+# the page) it hands to `Walker.step`. `Walker.walk` is the same chain
+# followed one object at a time in plain Python.
 
-class _Words:
-    """Python ints from a NumPy word array, for the general path."""
 
-    def __init__(self, arr) -> None:
-        self.a = arr
+@dataclass
+class PageWalk:
+    """What the walk of one page found."""
 
-    def __getitem__(self, i: int) -> int:
-        return int(self.a[i])
-
-    def __len__(self) -> int:
-        return len(self.a)
+    count: int = 0  # live objects (free space and fillers not counted)
+    records: dict[int, array] = field(default_factory=dict)  # JS-object map -> addresses
+    unknown: int = 0  # objects sized by resynchronising (a kind with no size rule)
+    damaged: bool = False  # the walk met a word that is no map, or ran past the page
+    skipped: int = 0  # bytes the walk stepped over without finding objects in them
 
 
 class Walker:
-    """Walks pages; keeps the per-map classification between pages and commands."""
+    """The page walk; keeps the per-map classification between pages and commands."""
 
     def __init__(self, prog: Program, h: Heap) -> None:
         self.prog = prog
@@ -594,9 +619,7 @@ class Walker:
         self.cls = _Classifier(h)
         self.cache: dict[int, tuple[int, int, int, bool]] = {}
         self.codes: dict[int, int] = {}
-        self.recs: dict[int, tuple[array, int]] = {}
         self.bad: dict[int, tuple[int, int, int, bool]] = {}
-        self.unknown = 0
 
     def info(self, m: int) -> tuple[int, int, int, bool]:
         """The classification of a map word (words that are not maps kept apart)."""
@@ -623,271 +646,276 @@ class Walker:
         return memoryview(bytes(data) if not isinstance(data, (bytes, bytearray)) else data) \
             .cast("Q")
 
-    def walk(self, p: Page, words, stats: dict[int, MapStats], starts: list | None = None) -> int:
-        """Count the live objects of one page into stats; returns the number seen.
+    def _resync(self, words, j: int, stop: int) -> int:
+        """The first word at or after j (before stop) that is a map; stop if none."""
+        info = self.info
+        while j < stop:
+            v = int(words[j])
+            if v & 3 == 1 and info(v)[0] != K_BAD:
+                return j
+            j += 1
+        return stop
 
-        With `starts`, append each object's (address, map) instead of counting.
+    def size_at(self, words, i: int, n: int) -> int:
+        """Words of the object at i by its map's size rule; 0 when no rule applies."""
+        info = self.info(int(words[i]))
+        kind = info[0]
+        if kind == K_FIXED:
+            return info[1]
+        if kind in (K_BAD, K_UNKNOWN) or i + 1 >= n:
+            return 0
+        return _var_size(kind, words, i, self.cls)
+
+    def step(self, words, i: int, n: int, res: PageWalk, rec: bool, base1: int,
+             starts: list | None = None) -> int:
+        """The object at word i: count it into res; return where the next one starts."""
+        m = int(words[i])
+        info = self.info(m)
+        kind = info[0]
+        stop = min(n, i + MAX_RESYNC_WORDS)
+        if kind == K_BAD:
+            if m == 0 and not any(int(words[k]) for k in range(i, n)):
+                return n  # never-used memory to the page's end (an allocation area not found)
+            j = self._resync(words, i + 1, stop)
+            res.damaged = True
+            res.skipped += 8 * (j - i)
+            return j
+        size = self.size_at(words, i, n) if i + 1 < n or kind == K_FIXED else -1
+        if size == 0:
+            # No size rule (or a size of 0): the object runs to the next map word.
+            size = self._resync(words, i + 2, stop) - i if i + 2 < stop else stop - i
+            if kind != K_FREE:
+                res.unknown += 1
+        if size < 0 or i + size > n:
+            res.damaged = True
+            res.skipped += 8 * (n - i)
+            return n
+        if kind == K_FREE:
+            return i + size
+        res.count += 1
+        if starts is not None:
+            starts.append((base1 + 8 * i, m, size))
+        elif rec and info[3]:
+            a = res.records.get(m)
+            if a is None:
+                a = res.records[m] = array("Q")
+            a.append(base1 + 8 * i)
+        return i + size
+
+    def walk(self, p: Page, words, rec: bool = True, starts: list | None = None) -> PageWalk:
+        """Walk one page in plain Python: `step` for each object, the common kinds inline.
+
+        Per map a small code says how `step` would size it: > 0 a fixed
+        size in words, -1 a FixedArray, -2/-3 a sequential one-/two-byte
+        string, -4 a JS object of fixed size (its address is kept), -9 any
+        other (`step` itself). An object that would run past the page always
+        goes through `step`.
         """
-        cache = self.cache
-        cls = self.cls
-        base = p.start
+        res = PageWalk()
         n = len(words)
-        skips = [((t - base) >> 3, (lim - base) >> 3) for t, lim in p.skips
-                 if base <= t <= p.end]
-        sk = 0
-        next_skip = skips[0][0] if skips else n + 1
+        base1 = p.start + 1
+        skips = page_skips(p)
+        tops = sorted(skips)
+        k = 0
+        nt = tops[0] if tops else n + 1
         i = 0
-        seen = 0
+        if starts is not None:
+            while i < n:
+                if i >= nt:
+                    if i == nt:
+                        i = skips[nt]
+                    while k < len(tops) and tops[k] < i:
+                        k += 1
+                    nt = tops[k] if k < len(tops) else n + 1
+                    continue
+                i = self.step(words, i, n, res, rec, base1, starts)
+            return res
+        codes = self.codes
+        get = codes.get
+        records = res.records
+        cnt = 0
         while i < n:
-            if i >= next_skip:
-                if i == next_skip:
-                    i = skips[sk][1]
-                sk += 1
-                next_skip = skips[sk][0] if sk < len(skips) else n + 1
+            if i >= nt:
+                if i == nt:
+                    i = skips[nt]
+                while k < len(tops) and tops[k] < i:
+                    k += 1
+                nt = tops[k] if k < len(tops) else n + 1
                 continue
             m = words[i]
-            info = cache.get(m)
-            if info is None:
-                info = self.info(m)
-            kind = info[0]
-            if kind == K_FIXED:
-                size = info[1]
-            elif kind == K_BAD or kind == K_UNKNOWN:
-                size = self._resync(words, i, n, kind)
-                if kind == K_BAD:
-                    i += size
+            c = get(m)
+            if c is None:
+                c = self._learn(m)
+            if c > 0:
+                if i + c <= n:
+                    i += c
+                    cnt += 1
                     continue
-                self.unknown += 1
-            else:
-                try:
-                    size = _var_size(kind, words, i, cls)
-                except IndexError:
-                    break
-                if size <= 0:
-                    size = self._resync(words, i, n, K_UNKNOWN)
-                if kind == K_FREE:
-                    i += size
+            elif c == -4:
+                s = self.cache[m][1]
+                if i + s <= n:
+                    if rec:
+                        a = records.get(m)
+                        if a is None:
+                            a = records[m] = array("Q")
+                        a.append(base1 + (i << 3))
+                    i += s
+                    cnt += 1
                     continue
-            if starts is not None:
-                starts.append((base + 8 * i + 1, m, size))
-            else:
-                st = stats.get(m)
-                if st is None:
-                    st = stats[m] = MapStats(m, info[2])
-                    if info[3]:
-                        st.addresses = array("Q")
-                if info[3]:
-                    st.addresses.append(base + 8 * i + 1)
-                else:
-                    st.count += 1
-                    st.size += size * 8
-            seen += 1
-            i += size
-        return seen
+            elif c == -1:
+                if i + 1 < n:
+                    s = 2 + (words[i + 1] >> 32)
+                    if i + s <= n:
+                        i += s
+                        cnt += 1
+                        continue
+            elif c == -2:
+                if i + 1 < n:
+                    s = 2 + (((words[i + 1] >> 32) + 7) >> 3)
+                    if i + s <= n:
+                        i += s
+                        cnt += 1
+                        continue
+            elif c == -3:
+                if i + 1 < n:
+                    s = 2 + (((words[i + 1] >> 32) * 2 + 7) >> 3)
+                    if i + s <= n:
+                        i += s
+                        cnt += 1
+                        continue
+            i = self.step(words, i, n, res, rec, base1)
+        res.count += cnt
+        return res
 
-    def marked_walk(self, p: Page, words, stats: dict[int, MapStats],
-                    starts: list | None = None) -> int:
-        """`walk` for a page not yet swept: only the objects at its mark bits."""
+    def _learn(self, m: int) -> int:
+        kind, size, _itype, recd = self.info(m)
+        if kind == K_FIXED:
+            c = -4 if recd else size
+        elif kind == K_ARRAY:
+            c = -1
+        elif kind == K_SEQ1:
+            c = -2
+        elif kind == K_SEQ2:
+            c = -3
+        else:
+            c = -9
+        if kind != K_BAD:
+            self.codes[m] = c
+        return c
+
+    def marked_walk(self, p: Page, words, rec: bool = True,
+                    starts: list | None = None) -> PageWalk:
+        """The walk of a page not yet swept: only the objects at its mark bits."""
         assert p.marks is not None
+        res = PageWalk()
         n = len(words)
         step = max(1, _Layout(self.prog).mark_bits)  # mark bits per live object
         nxt = 0
-        seen = 0
         for i in p.marks:
             if i < nxt or i >= n:
                 continue
             m = int(words[i])
             info = self.info(m)
             kind = info[0]
-            size = 0
-            if kind == K_FIXED:
-                size = info[1]
-            elif kind not in (K_BAD, K_UNKNOWN):
-                try:
-                    size = _var_size(kind, words, i, self.cls)
-                except IndexError:
-                    size = 0
+            size = self.size_at(words, i, n)
             nxt = i + (size if size > 0 else step)
             if kind == K_BAD or kind == K_FREE:
                 continue
-            if kind == K_UNKNOWN or size <= 0:
-                self.unknown += 1
+            if size <= 0:
+                res.unknown += 1
             addr = p.start + 8 * i + 1
+            res.count += 1
             if starts is not None:
                 starts.append((addr, m, max(size, step)))
-            elif info[3]:
-                st = stats.get(m)
-                if st is None:
-                    st = stats[m] = MapStats(m, info[2])
-                if st.addresses is None:
-                    st.addresses = array("Q")
-                st.addresses.append(addr)
-            else:
-                st = stats.get(m)
-                if st is None:
-                    st = stats[m] = MapStats(m, info[2])
-                st.count += 1
-                st.size += size * 8
-            seen += 1
-        return seen
-
-    def fast_walk(self, p: Page, words, stats: dict[int, MapStats]) -> int:
-        """`walk` for counting only, with the common kinds inlined: the census's hot loop.
-
-        Per map a small code says what to do: > 0 a fixed size in words (not a
-        JS object: counted only in the total), -1 a FixedArray, -2/-3 a
-        sequential one-/two-byte string, -4 a JS object (its address is kept);
-        anything else (free space, other variable sizes, unknown words) takes
-        the general path of `walk` for that one object.
-        """
-        codes = self.codes
-        get = codes.get
-        recs = self.recs
-        base1 = p.start + 1
-        n = len(words)
-        skips = [((t - p.start) >> 3, (lim - p.start) >> 3) for t, lim in p.skips
-                 if p.start <= t <= p.end]
-        sk = 0
-        next_skip = skips[0][0] if skips else n + 1
-        i = 0
-        cnt = 0
-        try:
-            while i < n:
-                if i >= next_skip:
-                    if i == next_skip:
-                        i = skips[sk][1]
-                    sk += 1
-                    next_skip = skips[sk][0] if sk < len(skips) else n + 1
-                    continue
-                m = words[i]
-                k = get(m, 0)
-                if k > 0:
-                    i += k
-                    cnt += 1
-                elif k == -1:
-                    i += 2 + (words[i + 1] >> 32)
-                    cnt += 1
-                elif k == -4:
-                    r = recs[m]
-                    r[0].append(base1 + (i << 3))
-                    i += r[1]
-                    cnt += 1
-                elif k == -2:
-                    i += 2 + (((words[i + 1] >> 32) + 7) >> 3)
-                    cnt += 1
-                elif k == -3:
-                    i += 2 + (((words[i + 1] >> 32) * 2 + 7) >> 3)
-                    cnt += 1
-                elif k == 0 and m not in codes:
-                    self._learn(m, stats)
-                else:
-                    i, seen = self._one(p, words, i, n, stats)
-                    cnt += seen
-        except IndexError:
-            pass
-        return cnt
-
-    def _learn(self, m: int, stats: dict[int, MapStats]) -> None:
-        info = self.info(m)
-        kind, size, itype, rec = info
-        if kind == K_FIXED and rec:
-            st = stats.get(m)
-            if st is None:
-                st = stats[m] = MapStats(m, itype, addresses=array("Q"))
-            self.recs[m] = (st.addresses, size)
-            self.codes[m] = -4
-        elif kind == K_FIXED:
-            self.codes[m] = size
-        elif kind == K_ARRAY:
-            self.codes[m] = -1
-        elif kind == K_SEQ1:
-            self.codes[m] = -2
-        elif kind == K_SEQ2:
-            self.codes[m] = -3
-        else:
-            self.codes[m] = -9
-
-    def _one(self, p: Page, words, i: int, n: int, stats: dict[int, MapStats]) -> tuple[int, int]:
-        """The general path for one object at word i: (next word, objects counted)."""
-        m = words[i]
-        info = self.info(m)
-        kind = info[0]
-        if kind == K_BAD or kind == K_UNKNOWN:
-            size = self._resync(words, i, n, kind)
-            if kind == K_BAD:
-                return i + size, 0
-            self.unknown += 1
-        else:
-            size = _var_size(kind, words, i, self.cls)
-            if size <= 0:
-                size = self._resync(words, i, n, K_UNKNOWN)
-            if kind == K_FREE:
-                return i + size, 0
-        return i + size, 1
-
-    def one_recorded(self, p: Page, words, i: int, n: int,
-                     stats: dict[int, MapStats]) -> tuple[int, int]:
-        """The general path for one object, keeping JS objects' addresses."""
-        m = int(words[i])
-        info = self.info(m)
-        if info[0] == K_FIXED:
-            if info[3]:
-                st = stats.get(m)
-                if st is None:
-                    st = stats[m] = MapStats(m, info[2], addresses=array("Q"))
-                if st.addresses is None:
-                    st.addresses = array("Q")
-                st.addresses.append(p.start + 8 * i + 1)
-            return i + max(1, info[1]), 1
-        return self._one(p, _Words(words), i, n, stats)
-
-    def _resync(self, words, i: int, n: int, kind: int) -> int:
-        """Words to the next plausible object start, for objects of unknown size."""
-        info = self.info
-        j = i + (2 if kind == K_UNKNOWN else 1)
-        stop = min(n, i + MAX_RESYNC_WORDS)
-        while j < stop:
-            v = words[j]
-            if v & 3 == 1 and info(v)[0] != K_BAD:
-                return j - i
-            j += 1
-        return max(1, stop - i)
+            elif rec and info[3]:
+                a = res.records.get(m)
+                if a is None:
+                    a = res.records[m] = array("Q")
+                a.append(addr)
+        return res
 
 
-class NumpyWalker:
-    """The page walk with NumPy: sizes of every candidate object start at once.
+def page_skips(p: Page) -> dict[int, int]:
+    """Allocation-area gaps of a page, as word index of their top -> index of their limit."""
+    return {(t - p.start) >> 3: (lim - p.start) >> 3 for t, lim in p.skips
+            if p.start <= t <= p.end and lim > t}
 
-    Per page, every word that is a known map is a candidate object start and
-    its object's size is computed for all candidates in a few array
-    operations; a short Python loop then follows the chain of objects from
-    the area start (each step one list lookup). Objects the arrays cannot
-    size (maps first seen on this page, kinds without a size rule, the
-    allocation-area gaps) stop the chain and go through the general path.
+
+# -- the walk with NumPy -----------------------------------------------------------
+
+VECTOR_KINDS = (K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_BIGINT, K_PROPARRAY,
+                K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_NCTX)
+
+
+def python_steps(w: Walker, words, cand: list[int]) -> list[int]:
+    """Size in words of the object at each candidate word, as `Walker.step` would
+    size it without resynchronising: 0 where `step` must decide (no size rule,
+    no length word, a size of 0, or an object running past the page)."""
+    n = len(words)
+    out = []
+    for i in cand:
+        s = w.size_at(words, i, n) if w.info(int(words[i]))[0] in VECTOR_KINDS else 0
+        out.append(s if 0 < s and i + s <= n else 0)
+    return out
+
+
+def vector_steps(np, cls: _Classifier, W, cand, kind, fixed):
+    """`python_steps` for all candidates at once (W the page's words, kind and
+    fixed the classification of each candidate's map)."""
+    n = len(W)
+    S = fixed.astype(np.int64)
+    has1 = cand + 1 < n
+    w1 = W[np.minimum(cand + 1, n - 1)]
+    hi = (w1 >> np.uint64(32)).astype(np.int64)
+    lo = (w1 & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    present = set(np.unique(kind[kind != K_FIXED]).tolist())
+    for k, expr in ((K_ARRAY, lambda h, l: 2 + h),
+                    (K_SEQ1, lambda h, l: 2 + ((h + 7) >> 3)),
+                    (K_SEQ2, lambda h, l: 2 + ((2 * h + 7) >> 3)),
+                    (K_FREE, lambda h, l: h >> cls.free_shift),
+                    (K_BYTES, lambda h, l: 2 + ((h + 7) >> 3)),
+                    (K_BIGINT, lambda h, l: 2 + ((l >> 1) & 0x3FFFFFFF)),
+                    (K_PROPARRAY, lambda h, l: 2 + (h & 0x3FF)),
+                    (K_DESCRIPTORS, lambda h, l: (cls.desc_header >> 3) + 3 * (l & 0xFFFF)),
+                    (K_WEAKLIST, lambda h, l: 3 + h),
+                    (K_BYTECODE, lambda h, l: (cls.bytecode_header + h + 7) >> 3),
+                    (K_NCTX, lambda h, l: 2 + h + cls.nctx_extra)):
+        if k in present:
+            sel = (kind == k) & has1
+            S[sel] = expr(hi[sel], lo[sel])
+            S[(kind == k) & ~has1] = 0
+    S[(S <= 0) | (cand + S > n)] = 0
+    return S
+
+
+class NumpyPages:
+    """`Walker.walk` with NumPy: the steps from every known map word at once.
+
+    Per page, every word that holds a known map is a candidate object start,
+    and `vector_steps` sizes all of them; a short Python loop then follows
+    the chain of steps from the area start (each object is mostly followed
+    by the next candidate, so only the breaks cost a Python step). Where
+    the chain cannot go on in bulk, `Walker.step` takes the one object.
     """
-
-    KINDS_VECTOR = (K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_BIGINT, K_PROPARRAY,
-                    K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_UNKNOWN)
 
     def __init__(self, w: Walker, np) -> None:
         self.w = w
         self.np = np
         self._known = -1
-        self.chunks: dict[int, list] = {}
 
     def _tables(self) -> None:
         np = self.np
         cache = self.w.cache
         if len(cache) == self._known:
             return
-        items = sorted((m, info) for m, info in cache.items()
-                       if info[0] in self.KINDS_VECTOR)
+        items = sorted((m, info) for m, info in cache.items() if info[0] in VECTOR_KINDS)
         self.K = np.array([m for m, _ in items], dtype=np.uint64)
         self.KK = np.array([info[0] for _, info in items], dtype=np.int16)
         self.KS = np.array([info[1] for _, info in items], dtype=np.int64)
         self.KR = np.array([bool(info[3]) for _, info in items], dtype=bool)
         # A direct-mapped table from a word's middle bits to its index in K (+1):
         # one gather per page instead of a binary search per word. A map that
-        # loses a slot to another just takes the general path.
+        # loses its slot to another is just not a candidate: `step` takes it.
         table = np.zeros(HASH_SIZE, dtype=np.int32)
         h = ((self.K >> np.uint64(3)) & np.uint64(HASH_SIZE - 1)).astype(np.int64)
         table[h[::-1]] = np.arange(len(items), 0, -1, dtype=np.int32)
@@ -897,16 +925,17 @@ class NumpyWalker:
     def discover_maps(self, pages: list[Page]) -> None:
         """Learn every Map on the heap before the walk, so the chains seldom stop.
 
-        A meta map is the one object whose map word points at itself; every
-        Map's map word is a meta map. One pass over the pages finds the meta
-        maps and, with the meta maps known so far, the Maps, classifying each
-        Map once; only pages read before a meta map was first seen are read
+        Only a speed-up: which words are maps is decided by `Walker.info`
+        whether or not a map was learnt here first. A meta map is the one
+        object whose map word points at itself; every Map's map word is a
+        meta map. One pass finds the meta maps and, with those known so far,
+        the Maps; only pages read before a meta map was first seen are read
         again, for the meta maps they missed.
         """
         np = self.np
-        metas: list[int] = []  # in the order found
+        metas: list[int] = []
         known: set[int] = set()
-        behind: list[tuple[Page, int]] = []  # pages checked against metas[:k] only
+        behind: list[tuple[Page, int]] = []
 
         def learn(p: Page, W, marr) -> None:
             for j in np.flatnonzero(np.isin(W, marr)).tolist():
@@ -941,129 +970,108 @@ class NumpyWalker:
             return None
         return self.np.frombuffer(data, dtype="<u8")
 
-    def walk(self, p: Page, data: bytes, stats: dict[int, MapStats]) -> int:
+    def candidates(self, W):
+        """(word indices holding a known map of a vector kind, their index in K)."""
         np = self.np
-        self._tables()
-        W = np.frombuffer(data, dtype="<u8")
-        n = len(W)
-        if n < 2 or not len(self.K):
-            return self.w.fast_walk(p, memoryview(data).cast("Q"), stats)
         K = self.K
         idx = self.T[((W >> np.uint64(3)) & np.uint64(HASH_SIZE - 1)).astype(np.int64)]
         idx -= 1
         cand = np.flatnonzero((idx >= 0) & (K[idx] == W))
-        ki = idx[cand]
+        return cand, idx[cand]
+
+    def walk(self, p: Page, data, rec: bool = True) -> PageWalk:
+        np = self.np
+        self._tables()
+        W = np.frombuffer(data, dtype="<u8")
+        n = len(W)
+        w = self.w
+        if n < 2 or not len(self.K):
+            return w.walk(p, memoryview(data).cast("Q"), rec)
+        res = PageWalk()
+        K = self.K
+        cand, ki = self.candidates(W)
         kind = self.KK[ki]
-        S = self.KS[ki].copy()
-        w1 = W[np.minimum(cand + 1, n - 1)]
-        hi = (w1 >> np.uint64(32)).astype(np.int64)
-        lo = (w1 & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        cls = self.w.cls
-        present = set(np.unique(kind[kind != K_FIXED]).tolist())
-        for k, expr in ((K_ARRAY, lambda h, l: 2 + h),
-                        (K_SEQ1, lambda h, l: 2 + ((h + 7) >> 3)),
-                        (K_SEQ2, lambda h, l: 2 + ((2 * h + 7) >> 3)),
-                        (K_FREE, lambda h, l: h >> cls.free_shift),
-                        (K_BYTES, lambda h, l: 2 + ((h + 7) >> 3)),
-                        (K_BIGINT, lambda h, l: 2 + ((l >> 1) & 0x3FFFFFFF)),
-                        (K_PROPARRAY, lambda h, l: 2 + (h & 0x3FF)),
-                        (K_DESCRIPTORS, lambda h, l: (cls.desc_header >> 3) + 3 * (l & 0xFFFF)),
-                        (K_WEAKLIST, lambda h, l: 3 + h),
-                        (K_BYTECODE, lambda h, l: (cls.bytecode_header + h + 7) >> 3)):
-            if k in present:
-                sel = kind == k
-                S[sel] = expr(hi[sel], lo[sel])
+        S = vector_steps(np, w.cls, W, cand, kind, self.KS[ki])
         m = len(cand)
-        unk = kind == K_UNKNOWN
-        if K_UNKNOWN in present:
-            # No size rule: the object runs to the next known map word (the resync).
-            gaps = np.diff(cand, append=n)
-            S[unk] = gaps[unk]
         nextpos = cand + S
         ci = np.searchsorted(cand, nextpos)
-        ok = (ci < m) & (S > 0)
         ci_c = np.minimum(ci, m - 1)
-        ok &= cand[ci_c] == nextpos
-        skips = {(t - p.start) >> 3: (lim - p.start) >> 3 for t, lim in p.skips
-                 if p.start <= t <= p.end}
+        ok = (ci < m) & (S > 0) & (cand[ci_c] == nextpos)
+        skips = page_skips(p)
         if skips:
-            # Never step onto an allocation-area top inside the fast chain.
+            # Never step onto an allocation-area top inside the chain.
             tops = np.array(sorted(skips), dtype=np.int64)
             ok &= ~np.isin(nextpos, tops)
-        # Follow the chain. Mostly each object is followed by the next candidate,
-        # so only the "breaks" (a jump over map words inside an object's body,
-        # or a stop) need a Python step each.
+        # Each object is mostly followed by the next candidate, so only the
+        # "breaks" (a jump over map words inside an object's body, or a stop)
+        # need a Python step each.
         nxt = np.where(ok, ci_c, m)
         breaks = np.flatnonzero(nxt != np.arange(1, m + 1)).tolist()
         nb = len(breaks)
         parts = []
-        extra = 0
         pos = 0
-        guard = 0
-        while pos < n and guard < 1 << 16:
-            guard += 1
+        base1 = p.start + 1
+        while pos < n:
             if pos in skips:
                 pos = skips[pos]
                 continue
             c = int(np.searchsorted(cand, pos))
             if c < m and int(cand[c]) == pos and int(S[c]) > 0:
-                while guard < 1 << 16:
-                    guard += 1
+                while True:
                     k = bisect.bisect_left(breaks, c)
                     b = breaks[k] if k < nb else m - 1
                     sb = int(S[b])
-                    if sb <= 0:  # b cannot be sized here: the general path takes it
+                    if sb <= 0:  # b cannot be sized in bulk: `step` takes it
                         parts.append((c, b))
+                        pos = int(cand[b])
                         break
                     parts.append((c, b + 1))
                     c2 = int(nxt[b])
+                    pos = int(cand[b]) + sb
                     if c2 >= m:
                         break
                     c = c2
-                pos = int(cand[b]) + max(sb, 0)
-                continue
-            # The general path for the one object at pos.
-            pos, seen = self.w.one_recorded(p, W, pos, n, stats)
-            extra += seen
-        if not parts:
-            return extra
-        if len(parts) == 1:
-            ch = np.arange(parts[0][0], parts[0][1])
-        else:
-            ch = np.concatenate([np.arange(x, y) for x, y in parts])
-        kc = kind[ch]
-        counted = kc != K_FREE
-        total = int(counted.sum()) + extra
-        rec = self.KR[ki[ch]] & counted
-        if rec.any():
-            rc = ch[rec]
-            addrs = (cand[rc] * 8 + (p.start + 1)).astype(np.uint64)
-            mids = ki[rc]
-            order = np.argsort(mids, kind="stable")
-            mids = mids[order]
-            addrs = addrs[order]
-            cuts = np.flatnonzero(np.diff(mids)) + 1
-            starts = np.concatenate(([0], cuts))
-            for a, b in zip(starts.tolist(), (list(cuts.tolist()) + [len(mids)])):
-                mp = int(K[mids[a]])
-                lst = self.chunks.get(mp)
-                if lst is None:
-                    lst = self.chunks[mp] = []
-                lst.append(addrs[a:b])
-        return total
+                if sb > 0:
+                    continue
+            pos = w.step(W, pos, n, res, rec, base1)
+        if parts:
+            if len(parts) == 1:
+                ch = np.arange(parts[0][0], parts[0][1])
+            else:
+                ch = np.concatenate([np.arange(x, y) for x, y in parts])
+            counted = kind[ch] != K_FREE
+            res.count += int(counted.sum())
+            if rec:
+                self._record(res, p, cand, ki, ch[self.KR[ki[ch]] & counted])
+        return res
 
-    def finish(self, stats: dict[int, MapStats]) -> None:
-        """Fold the per-page address arrays into each map's MapStats."""
+    def _record(self, res: PageWalk, p: Page, cand, ki, rc) -> None:
+        """Add the chain's JS objects to res.records, per map in address order."""
         np = self.np
-        for mp, parts in self.chunks.items():
-            st = stats.get(mp)
-            if st is None:
-                info = self.w.cache.get(mp)
-                st = stats[mp] = MapStats(mp, info[2] if info else -1, addresses=array("Q"))
-            if st.addresses is None:
-                st.addresses = array("Q")
-            st.addresses.frombytes(np.concatenate(parts).astype("<u8").tobytes())
-        self.chunks.clear()
+        if not len(rc):
+            return
+        addrs = (cand[rc] * 8 + (p.start + 1)).astype(np.uint64)
+        mids = ki[rc]
+        order = np.argsort(mids, kind="stable")
+        mids = mids[order]
+        addrs = addrs[order]
+        cuts = np.flatnonzero(np.diff(mids)) + 1
+        starts = [0] + cuts.tolist()
+        ends = cuts.tolist() + [len(mids)]
+        new: dict[int, array] = {}
+        for a, b in zip(starts, ends):
+            mp = int(self.K[mids[a]])
+            arr = array("Q")
+            arr.frombytes(addrs[a:b].astype("<u8").tobytes())
+            new[mp] = arr
+        # Objects `step` recorded on this page interleave with the chain's:
+        # merge each map's two lists into address order.
+        for mp, arr in new.items():
+            old = res.records.get(mp)
+            if old is None:
+                res.records[mp] = arr
+            else:
+                res.records[mp] = array("Q", sorted(set(old) | set(arr)))
 
 
 def _numpy():
@@ -1114,10 +1122,71 @@ def layout(prog: Program) -> _Layout:
     return _Layout(prog)
 
 
-def scan(prog: Program, heap: int | None = None, progress=None) -> Census:
+def _leave_out_boilerplates(prog: Program, h: Heap, stats: dict[int, MapStats],
+                            sites: list[int]) -> int:
+    """Take the literal boilerplates V8 keeps in AllocationSites out of stats.
+
+    V8 keeps one hidden copy of each object or array literal that has run
+    (its boilerplate) to clone the next ones from; it is no object of the
+    program, and V8's heap snapshot does not count it among them.
+    """
+    md = prog.md
+    off = md.fields.get(("AllocationSite", "transition_info_or_boilerplate"))
+    if off is None or not sites:
+        return 0
+    mem = prog.mem
+    boiler: dict[int, set[int]] = {}
+    for s in sites[:1 << 22]:
+        try:
+            b = mem.u64(s - 1 + off)
+            if not h.is_heap(b):
+                continue
+            m = mem.u64(b - 1)
+        except TargetMemoryError:
+            continue
+        if m in stats:
+            boiler.setdefault(m, set()).add(b)
+    n = 0
+    for m, bs in boiler.items():
+        st = stats[m]
+        if st.addresses is None:
+            continue
+        keep = array("Q", (a for a in st.addresses if a not in bs))
+        n += len(st.addresses) - len(keep)
+        if keep:
+            st.addresses = keep
+        else:
+            del stats[m]
+    return n
+
+
+def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int]) -> PageWalk:
+    """The walk of one page, by the one algorithm (NumPy only speeds it up)."""
+    words = w.read_page(p)
+    if words is None:
+        return PageWalk(damaged=True, skipped=p.end - p.start)
+    # Machine code holds map words (inline map checks); no JavaScript object
+    # lives there, so nothing on those pages is recorded.
+    rec = p.owner not in code_owners
+    if p.marks is not None:
+        r = w.marked_walk(p, words, rec)
+    elif nw is not None and rec:
+        r = nw.walk(p, words.obj if hasattr(words, "obj") else words.tobytes(), rec)
+    else:
+        r = w.walk(p, words, rec)
+    if not rec:
+        # Machine code has no size rule here: those pages are walked by
+        # resynchronising, so a stray word there is no sign of damage.
+        r.damaged = False
+        r.skipped = 0
+    return r
+
+
+def scan(prog: Program, heap: int | None = None, progress=None,
+         use_numpy: bool | None = None) -> Census:
     """The census of one isolate's heap; cached on the program until it runs again."""
     cached = prog.heap_state.census.get(heap) if heap is not None else None
-    if cached is not None:
+    if cached is not None and use_numpy is None:
         return cached
     t0 = time.monotonic()
     lay = _Layout(prog)
@@ -1125,49 +1194,60 @@ def scan(prog: Program, heap: int | None = None, progress=None) -> Census:
     heap, pages = find_pages(prog, lay, heap)
     live = _plan(prog, heap, pages, lay)
     w = Walker(prog, h)
-    np = _numpy()
-    nw = NumpyWalker(w, np) if np is not None else None
-    stats: dict[int, MapStats] = {}
-    total = 0
+    np = _numpy() if use_numpy is not False else None
+    nw = NumpyPages(w, np) if np is not None else None
+    parts: dict[int, list[array]] = {}
+    total = unknown = skipped = 0
+    damaged: list[int] = []
     total_bytes = sum(p.end - p.start for p in live)
     done = 0
     if nw is not None:
         nw.discover_maps(live)
     code_owners = _code_owners(w, live)
-    for k, p in enumerate(live):
+    for p in live:
         check_interrupted()
-        words = w.read_page(p)
-        if words is not None and p.marks is not None:
-            total += w.marked_walk(p, words, {} if p.owner in code_owners else stats)
-        elif words is not None and p.owner in code_owners:
-            # Machine code holds map words (inline map checks) that a resync
-            # could take for objects; no JavaScript object lives here anyway.
-            total += w.walk(p, words, {})
-        elif words is not None:
-            if nw is not None:
-                total += nw.walk(p, words.obj if hasattr(words, "obj") else words.tobytes(), stats)
+        r = walk_page(w, nw, p, code_owners)
+        total += r.count
+        unknown += r.unknown
+        if r.damaged:
+            damaged.append(p.address)
+            skipped += r.skipped
+        for m, a in r.records.items():
+            lst = parts.get(m)
+            if lst is None:
+                parts[m] = [a]
             else:
-                total += w.fast_walk(p, words, stats)
-            del words
+                lst.append(a)
         done += p.end - p.start
         if progress is not None:
             progress.update(done, total_bytes)
-    if nw is not None:
-        nw.finish(stats)
+    # In map-address order, so every front end lists (and picks representatives) alike.
+    stats: dict[int, MapStats] = {}
+    sites: list[int] = []
+    for m in sorted(parts):
+        info = w.cache.get(m)
+        lst = parts[m]
+        addrs = lst[0] if len(lst) == 1 else array("Q", b"".join(x.tobytes() for x in lst))
+        if info and info[2] == w.cls.allocation_site:
+            sites.extend(addrs)
+            continue
+        st = stats[m] = MapStats(m, info[2] if info else -1, addresses=addrs)
+    left_out = _leave_out_boilerplates(prog, h, stats, sites)
     for st in stats.values():
-        if st.addresses is not None:
-            st.count = len(st.addresses)
-            info = w.cache.get(st.map)
-            st.size = st.count * 8 * (info[1] if info else 0)
-    c = Census(live, stats, total, total_bytes, time.monotonic() - t0, w.unknown, heap,
-               sum(1 for p in live if p.marks is not None))
-    prog.heap_state.census[heap] = c
+        info = w.cache.get(st.map)
+        st.count = len(st.addresses or ())
+        st.size = st.count * 8 * (info[1] if info else 0)
+    total -= left_out
+    c = Census(live, stats, total, total_bytes, time.monotonic() - t0, unknown, heap,
+               sum(1 for p in live if p.marks is not None), damaged, skipped, left_out)
+    if use_numpy is None:
+        prog.heap_state.census[heap] = c
     prog.heap_state.walker = w
     return c
 
 
 def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:
-    """(address, map, size in words) of each live object of one page."""
+    """(address, map, size in words) of each live object of one page, as the census walks it."""
     w = prog.heap_state.walker
     if not isinstance(w, Walker):
         w = Walker(prog, prog.heap)
@@ -1177,7 +1257,7 @@ def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:
         return []
     out: list[tuple[int, int, int]] = []
     if p.marks is not None:
-        w.marked_walk(p, words, {}, out)
+        w.marked_walk(p, words, True, out)
     else:
-        w.walk(p, words, {}, out)
+        w.walk(p, words, True, out)
     return out

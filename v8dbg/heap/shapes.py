@@ -3,10 +3,11 @@
 The census groups objects the way V8's own heap snapshot names them, so the
 constructor name follows V8's JSReceiver::GetConstructorName rather than
 util.inspect's: the map's constructor when the object was made with
-`new.target === constructor`, else Symbol.toStringTag or the `constructor`
-of an object on the prototype chain (not of the object itself), else the
-class name of its type. Everything here depends only on the map (and its
-prototype chain), so the census computes it once per map.
+`new.target === constructor` (and is no prototype), else a Symbol.toStringTag
+data property of the object or its prototype chain, or the `constructor` of
+an object on the prototype chain (not of the object itself), else the class
+name of its type. The census computes it once per map, from one object of
+that map (a prototype has a map of its own).
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ _CLASS_NAMES = {
     "JS_REG_EXP_TYPE": "RegExp", "JS_DATE_TYPE": "Date", "JS_WEAK_MAP_TYPE": "WeakMap",
     "JS_WEAK_SET_TYPE": "WeakSet", "JS_ARRAY_BUFFER_TYPE": "ArrayBuffer",
     "JS_PROXY_TYPE": "Object", "JS_ARGUMENTS_OBJECT_TYPE": "Arguments",
-    "JS_BOUND_FUNCTION_TYPE": "Function", "JS_GLOBAL_PROXY_TYPE": "global",
-    "JS_GLOBAL_OBJECT_TYPE": "global",
+    "JS_BOUND_FUNCTION_TYPE": "Function", "JS_WRAPPED_FUNCTION_TYPE": "Function",
+    "JS_GLOBAL_PROXY_TYPE": "global", "JS_ARRAY_ITERATOR_TYPE": "Array Iterator",
+    "JS_MAP_KEY_ITERATOR_TYPE": "Map Iterator", "JS_MAP_VALUE_ITERATOR_TYPE": "Map Iterator",
+    "JS_MAP_KEY_VALUE_ITERATOR_TYPE": "Map Iterator",
+    "JS_SET_VALUE_ITERATOR_TYPE": "Set Iterator", "JS_SET_KEY_VALUE_ITERATOR_TYPE": "Set Iterator",
+    "JS_GENERATOR_OBJECT_TYPE": "Generator", "JS_ASYNC_GENERATOR_OBJECT_TYPE": "Generator",
+    "JS_SLOPPY_ARGUMENTS_OBJECT_TYPE": "Arguments", "JS_STRICT_ARGUMENTS_OBJECT_TYPE": "Arguments",
 }
 
 
@@ -61,6 +67,9 @@ class Shapes:
         self.fn_lo = md.consts.get("FirstJSFunctionType", 0)
         self.fn_hi = md.consts.get("LastJSFunctionType", -1)
         self.proxy = md.types.get("JS_PROXY_TYPE")
+        self.other_closures = {md.types[k] for k in ("JS_BOUND_FUNCTION_TYPE",
+                                                     "JS_WRAPPED_FUNCTION_TYPE")
+                               if k in md.types}
 
     def shape(self, m: int, representative: int) -> Shape:
         s = self._cache.get(m)
@@ -74,6 +83,21 @@ class Shapes:
     def is_function_type(self, itype: int) -> bool:
         return self.fn_lo <= itype <= self.fn_hi
 
+    def is_closure_type(self, itype: int) -> bool:
+        """Functions, bound and wrapped ones too: V8's snapshot files them as closures."""
+        return self.is_function_type(itype) or itype in self.other_closures
+
+    def name_of(self, obj: int, m: int) -> str:
+        """V8's constructor name of one object: per map, except for dictionary-mode
+        objects, which share maps while their own properties (a toStringTag) differ."""
+        s = self.shape(m, obj)
+        if not s.dictionary:
+            return s.constructor
+        try:
+            return self.constructor_name_of_map(m, obj)
+        except (DecodeError, TargetMemoryError):
+            return s.constructor
+
     def _compute(self, m: int, obj: int) -> Shape:
         h = self.h
         mem = h.mem
@@ -83,7 +107,7 @@ class Shapes:
             bf3 = 0
         dictionary = bool(bf3 & IS_DICTIONARY_MAP)
         try:
-            name = self.constructor_name_of_map(m)
+            name = self.constructor_name_of_map(m, obj)
         except (DecodeError, TargetMemoryError):
             name = "Object"
         props: list[str] = []
@@ -109,8 +133,17 @@ class Shapes:
             pass
         return out
 
-    def constructor_name_of_map(self, m: int) -> str:
-        """V8's GetConstructorName for objects of map m (ignoring own toStringTag)."""
+    def constructor_name_of_map(self, m: int, obj: int | None = None) -> str:
+        """V8's JSReceiver::GetConstructorName for an object of map m.
+
+        The map's constructor names an ordinary instance (made with
+        new.target === its constructor, not a prototype). Otherwise the name
+        is an own or inherited *data* property Symbol.toStringTag -- looked for
+        from the object itself up its prototype chain -- or, from the first
+        prototype up, a `constructor` data property that is a named function
+        other than Object; getters are never called. Failing both, the class
+        name of the object's type.
+        """
         h = self.h
         mem = h.mem
         itype = h.map_type(m)
@@ -122,15 +155,19 @@ class Shapes:
                 n = self.v.function_name(c)
                 if n and n != "Object":
                     return n
+        if obj is not None:
+            tag = self.v.own_data_property(obj, symbol_desc="Symbol.toStringTag")
+            if tag is not None and h.is_heap(tag) and self.v.is_string(tag):
+                return self.v.s.text(tag, 200)
         o = mem.u64(m - 1 + self.o_proto)
         start = o
         if start in self._by_proto:
-            return self._by_proto[start] or self.class_name(itype)
+            return self._by_proto[start] or self.class_name(itype, m, obj)
         found = self._from_prototypes(o)
         if len(self._by_proto) > 100000:
             self._by_proto.clear()
         self._by_proto[start] = found
-        return found or self.class_name(itype)
+        return found or self.class_name(itype, m, obj)
 
     def _from_prototypes(self, o: int) -> str | None:
         """Symbol.toStringTag or `constructor` name found on the chain from o."""
@@ -156,10 +193,43 @@ class Shapes:
         except (DecodeError, TargetMemoryError):
             return False
 
-    def class_name(self, itype: int) -> str:
+    def class_name(self, itype: int, m: int | None = None, obj: int | None = None) -> str:
+        """JSReceiver::class_name: the name V8 falls back on, by instance type."""
         if self.is_function_type(itype):
             return "Function"
-        return _CLASS_NAMES.get(self.h.type_name(itype), "Object")
+        tname = self.h.type_name(itype)
+        if tname in ("JS_TYPED_ARRAY_TYPE", "JS_DETACHED_TYPED_ARRAY_TYPE") and m is not None:
+            try:
+                kind = self.v._kinds.get(self.v.elements_kind(m))
+            except (DecodeError, TargetMemoryError):
+                kind = None
+            if kind:
+                return f"{kind}Array"
+        if tname == "JS_PRIMITIVE_WRAPPER_TYPE" and obj is not None:
+            return self._wrapper_class(obj)
+        return _CLASS_NAMES.get(tname, "Object")
+
+    def _wrapper_class(self, obj: int) -> str:
+        """Number, String, Boolean, BigInt or Symbol: by the wrapped value."""
+        h = self.h
+        try:
+            val = h.field(obj, "JSPrimitiveWrapper", "value")
+            if h.is_smi(val):
+                return "Number"
+            t = h.type_name(h.instance_type(val))
+        except (DecodeError, TargetMemoryError):
+            return "Object"
+        if h.is_string_type(h.md.types.get(t, -1)):
+            return "String"
+        if t == "HEAP_NUMBER_TYPE":
+            return "Number"
+        if t in ("BIGINT_TYPE", "BIG_INT_BASE_TYPE"):
+            return "BigInt"
+        if t == "SYMBOL_TYPE":
+            return "Symbol"
+        if h.oddball_name(val) in ("true", "false"):
+            return "Boolean"
+        return "Object"
 
 
 def constructor_name(prog: Program, obj: int) -> str:

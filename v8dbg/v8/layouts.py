@@ -32,6 +32,9 @@ COMMON: dict[str, Any] = {
         "ErrorStackFrameSlots": 0,  # >0: an unformatted error stack is a flat list
         "ErrorStackFrameFunction": 2,
         "JSDateValueIsRaw": 0,  # 1: JSDate keeps a raw float64, not a tagged number
+        # A NativeContext is its slots plus raw words after them (the microtask
+        # queue pointer): its size is 2 + length + this many words.
+        "NativeContextExtraWords": 1,
     },
     "fields": {
         ("Script", "line_offset"): 24,
@@ -58,6 +61,10 @@ COMMON: dict[str, Any] = {
         ("JSPromise", "flags"): 32,
         ("JSProxy", "target"): 16,
         ("JSProxy", "handler"): 24,
+        # An AllocationSite: an object literal's boilerplate (or a Smi of
+        # transition info), then the site of the literal's nested object.
+        ("AllocationSite", "transition_info_or_boilerplate"): 8,
+        ("AllocationSite", "nested_site"): 16,
         ("JSBoundFunction", "bound_target_function"): 24,
         ("JSBoundFunction", "bound_this"): 32,
         ("JSBoundFunction", "bound_arguments"): 40,
@@ -219,6 +226,11 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         # An unformatted error stack is a flat list: 6 slots per frame, function 3rd.
         "ErrorStackFrameSlots": 6,
         "ErrorStackFrameFunction": 2,
+        # A mutable `let` number may live in a ContextCell in its context slot:
+        # the tagged value at +8, a state word at +24 and, in the int32 and
+        # float64 states, the raw number at +32 (checked in cores).
+        "ContextCellValue": 8, "ContextCellState": 24, "ContextCellRaw": 32,
+        "ContextCellStateInt32": 2, "ContextCellStateFloat64": 3,
     }, "fields": {
         # Only node 26.0-26.5 keep CallSiteInfo objects in an unformatted stack.
         ("CallSiteInfo", "function"): 24,

@@ -27,7 +27,10 @@ class Values(Properties, Elements, Primitives, Collections, Binary, FunctionValu
 
     def decode(self, v: int, depth: int = 2, strlen: int = 100, max_props: int = 1000) -> Value:
         """The VALUE for tagged word v, `depth` levels of members deep."""
-        walk = _Walk(Options(max(depth, 0), max(strlen, 0), MAX_VALUES, max(max_props, 0)))
+        # The value budget grows with what the caller asked for (-N), so a
+        # user's limit is never cut short by an internal one.
+        budget = max(MAX_VALUES, 2 * max(strlen, 0) + 1000)
+        walk = _Walk(Options(max(depth, 0), max(strlen, 0), budget, max(max_props, 0)))
         return self._value(v, 0, walk)
 
     def _value(self, v: int, level: int, walk: _Walk) -> Value:

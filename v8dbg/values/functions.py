@@ -5,7 +5,7 @@ the variables a closure captures, and a function's source text.
 from __future__ import annotations
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
-from .base import MAX_CHAIN, Value, ValuesBase, _Walk, hexaddr
+from .base import MAX_CHAIN, Value, ValuesBase, _Walk, hexaddr, number_value
 
 
 class FunctionValues(ValuesBase):
@@ -121,6 +121,7 @@ class FunctionValues(ValuesBase):
                           max_scopes: int = MAX_CHAIN) -> list[dict]:
         """Variables of every context enclosing a function, innermost first."""
         from ..v8.scopes import ScopeInfo
+        from ..v8.slots import unwrap as unwrap_slot
         h = self.h
         if not self.f.is_function(fn):
             raise DecodeError(f"0x{fn:x} is not a JavaScript function")
@@ -143,7 +144,9 @@ class FunctionValues(ValuesBase):
             if h.is_heap(si) and h.is_type(si, "SCOPE_INFO_TYPE"):
                 for local in ScopeInfo(h, self.s, si).context_locals():
                     if 0 <= local.slot < len(slots):
-                        val = self.decode(slots[local.slot], depth, strlen, max_props)
+                        raw = unwrap_slot(h, slots[local.slot])
+                        val = number_value(raw) if isinstance(raw, float) else \
+                            self.decode(raw, depth, strlen, max_props)
                         out.append({"name": local.name, "value": val,
                                     "context": hexaddr(ctx)})
             ctx = slots[self.md.const("context_idx_prev")]

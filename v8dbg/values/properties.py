@@ -211,30 +211,8 @@ class Properties(ValuesBase):
 
     def constructor_name(self, obj: int) -> str | None:
         """The name util.inspect would show before an object; None for a null prototype."""
-        # util.inspect's rule: the first own data property `constructor` that is a
-        # named function, from the object itself up its prototype chain.
-        h = self.h
-        m = h.map_of(obj)
-        name = self._own_constructor(obj)
-        if name:
-            return name
-        if m in self._ctor_cache:
-            return self._ctor_cache[m]
-        o = self.fld(m, "Map", "prototype")
-        found: str | None = self._fallback_name(h.map_type(m))
-        for _ in range(MAX_CHAIN):
-            if not h.is_heap(o) or h.oddball_name(o) == "null":
-                found = None
-                break
-            name = self._own_constructor(o)
-            if name:
-                found = name
-                break
-            o = self.fld(h.map_of(o), "Map", "prototype")
-        if len(self._ctor_cache) > 100000:
-            self._ctor_cache.clear()
-        self._ctor_cache[m] = found
-        return found
+        from .ctorname import inspect_name
+        return inspect_name(self, obj, self._ctor_cache)
 
     def _own_constructor(self, o: int) -> str | None:
         c = self.own_data_property(o, "constructor")

@@ -1,0 +1,67 @@
+"""Names of the reference edges findjsrefs reports beyond properties and elements.
+
+V8's heap snapshot names every field edge of an object (a sliced string's
+parent, a cons string's parts, a bound function's target, this and bound
+arguments, a function's context, a promise's result, ...). Here a slot of a
+holder is named the same way from the metadata's own field table: the
+holder's instance type names its class (JS_BOUND_FUNCTION_TYPE ->
+JSBoundFunction), and the slot's offset names the field, looked up in that
+class and the classes every JS object shares. Nothing here is per version.
+"""
+
+from __future__ import annotations
+
+from ..v8.tagged import Heap
+
+_SHARED = ("JSObject", "JSReceiver", "HeapObject")
+_STRING_KINDS = (("SLICED", "SlicedString"), ("CONS", "ConsString"), ("THIN", "ThinString"))
+
+
+def class_of(type_name: str) -> str:
+    """V8's class name for an instance type name: JS_BOUND_FUNCTION_TYPE -> JSBoundFunction."""
+    for tag, cls in _STRING_KINDS:
+        if type_name.endswith("STRING_TYPE") and tag in type_name:
+            return cls
+    parts = type_name.removesuffix("_TYPE").split("_")
+    out = ""
+    for i, p in enumerate(parts):
+        out += "JS" if (i == 0 and p == "JS") else p.capitalize()
+    return out
+
+
+_CACHE: dict[tuple[int, str], dict[int, str]] = {}
+
+
+def _fields(md_id: int, md, cls: str) -> dict[int, str]:
+    got = _CACHE.get((md_id, cls))
+    if got is not None:
+        return got
+    out: dict[int, str] = {}
+    for c in (cls,) + _SHARED:
+        for (k, name), off in md.fields.items():
+            if k == c and isinstance(off, int) and off % 8 == 0:
+                out.setdefault(off, name)
+    if len(_CACHE) > 256:
+        _CACHE.clear()
+    _CACHE[(md_id, cls)] = out
+    return out
+
+
+def field_name(h: Heap, holder: int, itype: int, slot: int) -> str | None:
+    """The field of holder at slot, by the metadata's offsets for its class; None if unnamed."""
+    cls = class_of(h.type_name(itype))
+    off = slot - (holder - 1)
+    name = _fields(id(h.md), h.md, cls).get(off)
+    if name in (None, "map"):
+        return None
+    return name
+
+
+def holder_kind(h: Heap, itype: int) -> str:
+    """The contract's holder_type for a holder that is no plain object."""
+    t = h.type_name(itype)
+    if h.is_string_type(itype):
+        return "string"
+    if "FUNCTION" in t:
+        return "function"
+    return t.removesuffix("_TYPE").lower()

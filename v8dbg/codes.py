@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .errors import DecodeError, TargetMemoryError
+from .errors import DecodeError, TargetMemoryError, V8DbgError
 from .functions import iter_position_table
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class Codes:
         self.t_istream = md.types.get("INSTRUCTION_STREAM_TYPE")
         self.t_code = md.types.get("CODE_TYPE")
         self.baseline = md.const("CodeKindBaseline")
+        self._deopt = None
         self._cache: dict[int, CodeInfo | None] = {}
 
     # -- finding code --------------------------------------------------
@@ -150,6 +151,54 @@ class Codes:
         return self.f._table_bytes(obj, cls, fld)
 
     def _optimized(self, dec, mf, fr: "Frame", info: CodeInfo, sfi: int, script) -> list["Frame"]:
+        from .deopt import DeoptReader
+        if self._deopt is None:
+            self._deopt = DeoptReader(self.h, self.f)
+        try:
+            point = self._deopt.point(info.code, info.start, info.size, mf.pc,
+                                      info.kind == self.baseline + 1)
+            return self._translated(dec, fr, point, script)
+        except (DecodeError, TargetMemoryError, V8DbgError) as e:
+            why = str(e)
+        out = self._from_source_positions(dec, mf, fr, info, sfi, script)
+        out[-1].note = out[-1].note or f"position from the optimized code's source positions ({why})"
+        return out
+
+    def _translated(self, dec, fr: "Frame", point, script) -> list["Frame"]:
+        """One frame per translated JS frame, innermost first; the outermost is `fr`."""
+        out = []
+        for i, t in enumerate(point.frames):
+            outer = i == len(point.frames) - 1
+            g = fr if outer else replace(fr, args=[], receiver=None, optimized_out=True)
+            g.inlined = not outer
+            g.lazy_deopt = point.lazy
+            if outer and t.sfi != fr.sfi:
+                raise DecodeError("the translation's outermost function is not the frame's")
+            if not outer:
+                g.sfi = t.sfi
+                g.function = self.f.debug_name(t.sfi)
+                g.function_address = None
+            if t.builtin:
+                # A JS builtin (Array.prototype.map, ...) inlined as a continuation.
+                g.tier = "builtin"
+                g.script = g.script_address = None
+                g.line = g.column = g.position = None
+                out.append(g)
+                continue
+            sc = script if outer else self.f.script(t.sfi)
+            if not outer:
+                g.script = self.f.script_name(sc) if sc is not None else None
+                g.script_address = sc
+            bc = t.bytecode if t.bytecode is not None else self.f.bytecode_array(t.sfi)
+            if bc is None:
+                raise DecodeError("an optimized function without bytecode")
+            g.bytecode_offset = t.bytecode_offset
+            dec._place(g, sc, self.f.bytecode_position(bc, t.bytecode_offset))
+            out.append(g)
+        return out
+
+    def _from_source_positions(self, dec, mf, fr: "Frame", info: CodeInfo, sfi: int,
+                               script) -> list["Frame"]:
         h, md = self.h, self.md
         table = self._table(info.code, "Code", "source_position_table")
         pc_off = mf.pc - info.start - 1
@@ -181,7 +230,7 @@ class Codes:
         out = []
         for i, (s, off) in enumerate(chain):
             outer = i == len(chain) - 1
-            g = fr if outer else replace(fr, args=[], receiver=None)
+            g = fr if outer else replace(fr, args=[], receiver=None, optimized_out=True)
             g.inlined = not outer
             g.sfi = s
             if not outer:

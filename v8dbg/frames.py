@@ -21,9 +21,13 @@ from .strings import Strings
 from .target import Registers
 from .unwind import MachineFrame, walk
 
+# Builtins an interpreted frame returns into: its trampoline, and the ones the
+# deoptimizer makes the frames it rebuilds return into.
 INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolineForProfiling",
                         "InterpreterEnterAtBytecode", "InterpreterEnterAtNextBytecode",
-                        "InterpreterEnterBytecodeAdvance", "InterpreterEnterBytecodeDispatch")
+                        "InterpreterEnterBytecodeAdvance", "InterpreterEnterBytecodeDispatch",
+                        "BaselineOrInterpreterEnterAtBytecode",
+                        "BaselineOrInterpreterEnterAtNextBytecode", "NotifyDeoptimized")
 
 MAX_ARGS = 256
 MAX_PROTOTYPES = 16
@@ -54,6 +58,8 @@ class Frame:
     script_address: int | None = None
     note: str | None = None
     constructor: bool = False  # called with `new`
+    optimized_out: bool = False  # receiver and arguments not kept (an inlined frame)
+    lazy_deopt: bool = False  # its code is marked for deoptimization on return
 
 
 class StackDecoder:

@@ -166,14 +166,14 @@ class Codes:
 
     def _translated(self, dec, fr: "Frame", point, script) -> list["Frame"]:
         """One frame per translated JS frame, innermost first; the outermost is `fr`."""
+        if not point.frames or point.frames[-1].sfi != fr.sfi or point.frames[-1].builtin:
+            raise DecodeError("the translation's outermost function is not the frame's")
         out = []
         for i, t in enumerate(point.frames):
             outer = i == len(point.frames) - 1
             g = fr if outer else replace(fr, args=[], receiver=None, optimized_out=True)
             g.inlined = not outer
             g.lazy_deopt = point.lazy
-            if outer and t.sfi != fr.sfi:
-                raise DecodeError("the translation's outermost function is not the frame's")
             if not outer:
                 g.sfi = t.sfi
                 g.function = self.f.debug_name(t.sfi)

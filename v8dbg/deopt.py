@@ -70,9 +70,8 @@ def _svlq(data: bytes, pos: int) -> tuple[int, int]:
 
 # -- safepoint table -------------------------------------------------------
 
-def safepoint_deopt_index(mem, md, start: int, metadata: int, pc_offset: int,
-                          maglev: bool) -> tuple[int, bool] | None:
-    """(deopt index, whether pc_offset is a lazy-deopt trampoline) of a return address."""
+def safepoint_entries(mem, md, metadata: int, maglev: bool) -> list[tuple[int, int, int]]:
+    """(pc, deopt index, trampoline pc) of each safepoint, in pc order; [] without deopt data."""
     prefix = "MaglevSafepoint" if maglev else "Safepoint"
     header = md.const(prefix + "HeaderSize")
     length, config = struct.unpack("<iI", mem.read(metadata + md.const(prefix + "LengthOffset"), 8))
@@ -83,7 +82,7 @@ def safepoint_deopt_index(mem, md, start: int, metadata: int, pc_offset: int,
     pc_size = (config >> 4) & 7
     index_size = (config >> 7) & 7
     if not has_deopt:
-        return None
+        return []
     if not 1 <= pc_size <= 4 or index_size > 4:
         raise DecodeError("safepoint table configuration is not understood")
     entry = pc_size + index_size + pc_size + reg_size + (1 if maglev else 0)
@@ -97,6 +96,15 @@ def safepoint_deopt_index(mem, md, start: int, metadata: int, pc_offset: int,
         p += index_size
         tramp = int.from_bytes(raw[p:p + pc_size], "little") - 1
         entries.append((pc, deopt, tramp))
+    return entries
+
+
+def find_deopt_index(entries: list[tuple[int, int, int]], pc_offset: int) -> tuple[int, bool] | None:
+    """(deopt index, whether pc_offset is a lazy-deopt trampoline) of a return address.
+
+    As V8's SafepointTable::FindEntry: a trampoline pc first, else the last
+    entry at or before the pc.
+    """
     for pc, deopt, tramp in entries:
         if tramp >= 0 and tramp == pc_offset:
             return (deopt, True) if deopt >= 0 else None
@@ -238,10 +246,24 @@ class DeoptReader:
         self.md = heap.md
         self.fmt = layouts.translations(self.md)
         self._translations: dict[int, bytes] = {}
+        self._safepoints: dict[int, list[tuple[int, int, int]]] = {}
 
     def point(self, code: int, start: int, size: int, pc: int, maglev: bool) -> DeoptPoint:
+        try:
+            return self._point(code, start, size, pc, maglev)
+        except (struct.error, IndexError, ValueError) as e:
+            raise DecodeError(f"deoptimization data not understood: {e}") from None
+
+    def _point(self, code: int, start: int, size: int, pc: int, maglev: bool) -> DeoptPoint:
         h, md = self.h, self.md
-        found = safepoint_deopt_index(h.mem, md, start, start + size, pc - start, maglev)
+        # The safepoint table starts the code's metadata, right after its instructions.
+        entries = self._safepoints.get(start + size)
+        if entries is None:
+            entries = safepoint_entries(h.mem, md, start + size, maglev)
+            if len(self._safepoints) > 256:
+                self._safepoints.clear()
+            self._safepoints[start + size] = entries
+        found = find_deopt_index(entries, pc - start)
         if found is None:
             raise DecodeError("no deoptimization point at this return address")
         index, lazy = found

@@ -177,3 +177,26 @@ def test_rebuilt_frame_returns_into_the_deoptimizer_builtin(version, cores):
         else "InterpreterEnterAtNextBytecode"
     assert prog.builtin_at(outer.pc) == want
     assert outer.tier == "interpreted" and outer.bytecode_offset is not None
+
+
+def test_fallback_to_source_positions_is_noted(cores):
+    """Deoptimization data that cannot be read leaves the optimized code's own
+    source positions, and every frame placed that way says so."""
+    from v8dbg.corefile import CoreBackend
+    from v8dbg.frames import StackDecoder
+    from v8dbg.program import Program
+    version = "24.21.0"
+    binary = str(node_binary(version))
+    prog = Program(CoreBackend(str(cores[(version, "acorn")] / "core"), binary), binary)
+    prog.md.consts["DeoptimizationDataFirstEntryIndex"] = 1 << 30  # every deopt index out of range
+    try:
+        frames = StackDecoder(prog).decode(prog.backend.threads()[0].regs)
+    finally:
+        del prog.md.consts["DeoptimizationDataFirstEntryIndex"]
+        from v8dbg import layouts
+        layouts.apply(prog.md)
+    outer = [f for f in frames if f.kind == "js" and f.tier in OPTIMIZED and not f.inlined]
+    assert outer
+    for f in outer:
+        assert f.note and f.note.startswith("position from the optimized code's source positions"), f
+        assert f.line is not None

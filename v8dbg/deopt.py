@@ -102,20 +102,21 @@ def safepoint_entries(mem, md, metadata: int, maglev: bool) -> list[tuple[int, i
 def find_deopt_index(entries: list[tuple[int, int, int]], pc_offset: int) -> tuple[int, bool] | None:
     """(deopt index, whether pc_offset is a lazy-deopt trampoline) of a return address.
 
-    As V8's SafepointTable::FindEntry: a trampoline pc first, else the last
-    entry at or before the pc.
+    As V8's SafepointTable::FindEntry, a trampoline pc first, then the entry
+    at the pc. V8 takes the last entry at or before the pc because it merges
+    runs of identical entries, but an entry with a deopt index is never
+    merged: a pc between entries is no return address (the innermost frame of
+    a running process) and has no deopt point.
     """
-    for pc, deopt, tramp in entries:
+    for _pc, deopt, tramp in entries:
         if tramp >= 0 and tramp == pc_offset:
             return (deopt, True) if deopt >= 0 else None
-    found = None
     for pc, deopt, _tramp in entries:
+        if pc == pc_offset:
+            return (deopt, False) if deopt >= 0 else None
         if pc > pc_offset:
             break
-        found = (pc, deopt)
-    if found is None or found[1] < 0:
-        return None
-    return found[1], False
+    return None
 
 
 # -- translations ----------------------------------------------------------
@@ -265,7 +266,7 @@ class DeoptReader:
             self._safepoints[start + size] = entries
         found = find_deopt_index(entries, pc - start)
         if found is None:
-            raise DecodeError("no deoptimization point at this return address")
+            raise DecodeError("no deoptimization point at this pc")
         index, lazy = found
         deopt = h.field(code, "Code", "deoptimization_data")
         n = h.array_length(deopt, 1 << 24)

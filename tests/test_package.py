@@ -381,7 +381,7 @@ def test_cli_exit_codes(stack_dir: Path, tmp_path: Path) -> None:
     census = make_core(VERSION, "census.js")
     mark = tmp_path / "started"
     env = clean_env(V8DBG_TEST_MARK=str(mark), V8DBG_TEST_PAGE_WAIT="0.02")
-    code = (f"exec(open({str(SLOW)!r}).read()); import sys; from v8dbg.cli import main; "
+    code = (f"exec(open({str(SLOW)!r}).read()); import sys; from v8dbg.commands.cli import main; "
             "sys.exit(main())")
     p = subprocess.run([sys.executable, "-c", code, "findjsobjects", "-c", "Widget", "--core",
                         str(census / "core"), "--binary", node], capture_output=True, text=True,

@@ -56,7 +56,13 @@ def frame_json(dec: StackDecoder, fr: Frame, verbose: bool) -> dict:
             d["constructor"] = True
         if fr.note:
             d["note"] = fr.note
-        if verbose:
+        if verbose and fr.optimized_out:
+            # An inlined function's receiver and arguments live on only in the
+            # optimized code's registers and slots, if at all.
+            d["optimized_out"] = True
+            d["this"] = {"type": "optimized_out"}
+            d["args"] = []
+        elif verbose:
             d["this"] = _summary(dec, fr.receiver)
             d["args"] = [_summary(dec, a) for a in fr.args]
     return d
@@ -91,6 +97,8 @@ def frame_text(fj: dict, verbose: bool) -> str:
     line = f"{idx} {pc} {name} at {where} [{tier}{extra}]"
     if fj.get("note"):
         line += f" ({fj['note']})"
+    if verbose and fj.get("optimized_out"):
+        return "\n".join([line, "       this: optimized out", "       args: optimized out"])
     if verbose and "args" in fj:
         lines = [line, f"       this: {preview.text(fj['this'])}"]
         for i, a in enumerate(fj["args"]):

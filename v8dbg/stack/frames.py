@@ -4,8 +4,9 @@ Each machine frame is native (C/C++, unwound by CFI), a typed V8 frame
 (entry, exit, stub, construct: a frame-type marker in the context slot) or a
 JavaScript frame (a context and a JSFunction in their slots). A JS frame's
 position comes from the tier that runs it: the bytecode offset slot
-(interpreted), the pc -> bytecode map (baseline), or the pc -> source
-position table with inlining (Maglev, TurboFan).
+(interpreted, also in frames the deoptimizer rebuilt), the pc -> bytecode
+map (baseline), or the deoptimization data at the return address, with
+inlining (Maglev, TurboFan).
 """
 
 from __future__ import annotations
@@ -17,13 +18,18 @@ from dataclasses import dataclass, field
 from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
 from ..target.backend import Registers, ThreadInfo
 from ..target.unwind import MachineFrame, walk
+from .jit import JitFrames
 
 if TYPE_CHECKING:
     from ..program import Program
 
+# Builtins an interpreted frame returns into: its trampoline, and the ones the
+# deoptimizer makes the frames it rebuilds return into.
 INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolineForProfiling",
                         "InterpreterEnterAtBytecode", "InterpreterEnterAtNextBytecode",
-                        "InterpreterEnterBytecodeAdvance", "InterpreterEnterBytecodeDispatch")
+                        "InterpreterEnterBytecodeAdvance", "InterpreterEnterBytecodeDispatch",
+                        "BaselineOrInterpreterEnterAtBytecode",
+                        "BaselineOrInterpreterEnterAtNextBytecode", "NotifyDeoptimized")
 
 MAX_ARGS = 256
 MAX_PROTOTYPES = 16
@@ -54,6 +60,8 @@ class Frame:
     script_address: int | None = None
     note: str | None = None
     constructor: bool = False  # called with `new`
+    optimized_out: bool = False  # receiver and arguments not kept (an inlined frame)
+    lazy_deopt: bool = False  # its code is marked for deoptimization on return
 
 
 class StackDecoder:
@@ -74,6 +82,7 @@ class StackDecoder:
         self.frame_types = {v: k[len("frametype_"):] for k, v in md.consts.items()
                             if k.startswith("frametype_")}
         self.code = prog.codes
+        self.jit = JitFrames(self)
         # Each thread's frames, per debug mode (notes on undecodable frames say more there).
         self._threads: dict[tuple[int, bool], list[Frame]] = {}
 
@@ -202,7 +211,7 @@ class StackDecoder:
             self._place(fr, script, pos)
             return [fr]
         # JIT code on the heap: baseline, Maglev or TurboFan.
-        return self.code.jit_frames(self, mf, fr, fn, sfi, script)
+        return self.jit.frames(mf, fr, fn, sfi, script)
 
     def display_name(self, fn: int, sfi: int, receiver: int | None = None) -> str:
         """The name V8's stack traces give a function.

@@ -1,23 +1,21 @@
-"""JIT code on the heap: baseline (Sparkplug), Maglev and TurboFan frames.
+"""JIT code on the heap: baseline (Sparkplug), Maglev and TurboFan code.
 
 The Code object for a pc is found by walking back from the pc to the
-InstructionStream (or, before V8 11, Code) header that holds it. Positions
-come from the code's source position table; an optimized frame expands into
-one frame per inlined function, innermost first, through the inlining
-positions in its deoptimization data.
+InstructionStream (or, before V8 11, Code) header that holds it. Where such
+code is executing comes from its pc -> bytecode table (baseline), its
+deoptimization data at the return address (`deopt.py`, as V8's own stack
+traces read it), or, as a fallback, its source position table and inlining
+positions. Frames are built from these in `v8dbg.stack.jit`.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from ..errors import DecodeError, TargetMemoryError
+from .deopt import DeoptPoint, DeoptReader
 from .functions import iter_position_table
-
-if TYPE_CHECKING:
-    from ..stack.frames import Frame, StackDecoder
 
 SCAN_LIMIT = 1 << 20  # bytes searched back from a pc for its code header
 CODE_ALIGN = 32
@@ -41,6 +39,7 @@ class Codes:
         self.t_istream = md.types.get("INSTRUCTION_STREAM_TYPE")
         self.t_code = md.types.get("CODE_TYPE")
         self.baseline = md.const("CodeKindBaseline")
+        self._deopt = None
         self._cache: dict[int, CodeInfo | None] = {}
 
     # -- finding code --------------------------------------------------
@@ -121,38 +120,28 @@ class Codes:
             return "turbofan"
         return "optimized"
 
-    # -- frames ----------------------------------------------------------
+    # -- positions -------------------------------------------------------
 
-    def jit_frames(self, dec: "StackDecoder", mf, fr: "Frame", fn: int, sfi: int,
-                   script: int | None) -> list["Frame"]:
-        info = self.code_for_pc(mf.pc, fn)
-        if info is None:
-            fr.tier = "optimized"
-            fr.note = "code object not found"
-            return [fr]
-        fr.tier = self.tier(info.kind)
-        if info.kind == self.baseline:
-            self._baseline_position(dec, mf, fr, info, script)
-            return [fr]
-        return self._optimized(dec, mf, fr, info, sfi, script)
-
-    def _baseline_position(self, dec, mf, fr, info: CodeInfo, script) -> None:
+    def baseline_offset(self, info: CodeInfo, bytecode_array: int, pc: int) -> int | None:
+        """The bytecode offset a baseline frame executes at return address pc."""
         from . import baseline
-        bc = self.prog.mem.u64(mf.fp + dec.off_bc_array)
-        offset = baseline.bytecode_offset(self, info, bc, mf.pc)
-        if offset is None:
-            fr.note = "bytecode offset of baseline code not found"
-            return
-        fr.bytecode_offset = offset
-        dec._place(fr, script, self.f.bytecode_position(bc, offset))
+        return baseline.bytecode_offset(self, info, bytecode_array, pc)
 
-    def _table(self, obj: int, cls: str, fld: str) -> bytes:
-        return self.f._table_bytes(obj, cls, fld)
+    def deopt_point(self, info: CodeInfo, pc: int) -> DeoptPoint:
+        """The optimized code's translation at pc: each JS frame it stands for."""
+        if self._deopt is None:
+            self._deopt = DeoptReader(self.h, self.f)
+        return self._deopt.point(info.code, info.start, info.size, pc,
+                                 info.kind == self.baseline + 1)
 
-    def _optimized(self, dec, mf, fr: "Frame", info: CodeInfo, sfi: int, script) -> list["Frame"]:
+    def inlining_chain(self, info: CodeInfo, pc: int,
+                       sfi: int) -> tuple[list[tuple[int, int]], str | None]:
+        """From the code's own source positions: (SharedFunctionInfo, script offset)
+        for the function at pc and each function it was inlined into, innermost
+        first, and a note when part of that could not be read."""
         h, md = self.h, self.md
-        table = self._table(info.code, "Code", "source_position_table")
-        pc_off = mf.pc - info.start - 1
+        table = self.f._table_bytes(info.code, "Code", "source_position_table")
+        pc_off = pc - info.start - 1
         raw = None
         for code_off, src, _stmt in iter_position_table(table, 0,
                                                         md.const("PositionTableEncoding")):
@@ -160,10 +149,10 @@ class Codes:
                 break
             raw = src
         if raw is None:
-            fr.note = "no source position for this pc"
-            return [fr]
-        chain: list[tuple[int, int]] = []  # (sfi, script offset), innermost first
+            return [], "no source position for this pc"
+        chain: list[tuple[int, int]] = []
         deopt = h.field(info.code, "Code", "deoptimization_data")
+        note = None
         for _ in range(64):
             iid = self.f.inlining_id(raw)
             off = self.f.script_offset(raw)
@@ -173,28 +162,12 @@ class Codes:
             try:
                 inl_sfi, parent_raw = self._inlined(deopt, iid)
             except (DecodeError, TargetMemoryError) as e:
-                fr.note = f"inlining data unreadable: {e}"
+                note = f"inlining data unreadable: {e}"
                 chain.append((sfi, off))
                 break
             chain.append((inl_sfi, off))
             raw = parent_raw
-        out = []
-        for i, (s, off) in enumerate(chain):
-            outer = i == len(chain) - 1
-            g = fr if outer else replace(fr, args=[], receiver=None)
-            g.inlined = not outer
-            g.sfi = s
-            if not outer:
-                g.function = self.f.debug_name(s)
-                g.function_address = None
-                sc = self.f.script(s)
-                g.script = self.f.script_name(sc) if sc is not None else None
-                g.script_address = sc
-                dec._place(g, sc, off)
-            else:
-                dec._place(g, script, off)
-            out.append(g)
-        return out
+        return chain, note
 
     def _inlined(self, deopt: int, iid: int) -> tuple[int, int]:
         """(SharedFunctionInfo, parent SourcePosition word) of inlining id `iid`."""

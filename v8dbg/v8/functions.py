@@ -196,6 +196,9 @@ class Functions:
             elif h.has_type(t, "CODE_TYPE", "CODE_DATA_CONTAINER_TYPE") and \
                     self.md.has("Code", "bytecode_or_interpreter_data"):
                 data = h.field(data, "Code", "bytecode_or_interpreter_data")
+            elif h.has_type(t, "CODE_TYPE") and self.md.has("Code", "deoptimization_data"):
+                # Baseline code keeps its bytecode where optimized code keeps deopt data.
+                data = h.field(data, "Code", "deoptimization_data")
             elif h.has_type(t, "BASELINE_DATA_TYPE") and self.md.has("BaselineData", "data"):
                 data = h.field(data, "BaselineData", "data")
             else:

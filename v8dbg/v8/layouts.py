@@ -295,6 +295,79 @@ for _key, _extra in _HEAP_PAGES.items():
                               PageMetaFreedFlags=0).items():
         VERSIONS[_key]["consts"].setdefault(_name, _value)
 
+# Optimized frames are read from the code's deoptimization data, as V8's
+# OptimizedFrame::Summarize does. What the metadata lacks, per line:
+# - DeoptimizationData: the index of its first deopt entry; each entry is
+#   (bytecode offset, translation index, pc), 3 Smis.
+# - The safepoint table at the code's metadata start: its header size and the
+#   offset of its entry count (a 32-bit stack-slot count leads the header from
+#   V8 13.6 on), for TurboFan and for Maglev code. Entries hold the pc, then
+#   (with deopt data) the deopt index + 1 and the trampoline pc + 1, whose
+#   sizes come from the header's configuration word.
+# - Translations: how opcodes are encoded (1: every value a signed VLQ, the
+#   opcode too; 2: one opcode byte, bytes past the last opcode a short
+#   MATCH_PREVIOUS_TRANSLATION), the operand count of each opcode in the line's
+#   numbering (V8's own `counts[]` table, found in each binary), and which
+#   opcodes begin a translation, describe a JS frame (interpreted, or a JS
+#   builtin continuation), or repeat the basis translation.
+# Checked by decoding every translation of the optimized code on the stack in
+# cores of each line (TurboFan on all, Maglev on 13.6 and 14.6). The Maglev
+# headers of 10.2-12.4 were not seen in a core: those nodes run no Maglev code
+# by default; they follow V8's source of the 11 era (no stack-slot word).
+_DEOPT_ENTRIES = {(10, 2): 11, (11, 3): 11, (12, 4): 11, (13, 6): 12, (14, 6): 12}
+_SAFEPOINTS = {
+    (10, 2): dict(SafepointHeaderSize=8, SafepointLengthOffset=0,
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0),
+    (11, 3): dict(SafepointHeaderSize=8, SafepointLengthOffset=0,
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0),
+    (12, 4): dict(SafepointHeaderSize=8, SafepointLengthOffset=0,
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0),
+    (13, 6): dict(SafepointHeaderSize=12, SafepointLengthOffset=4,
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=4),
+    (14, 6): dict(SafepointHeaderSize=12, SafepointLengthOffset=4,
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=4),
+}
+for _key, _first in _DEOPT_ENTRIES.items():
+    VERSIONS[_key]["consts"].setdefault("DeoptimizationDataFirstEntryIndex", _first)
+    VERSIONS[_key]["consts"].setdefault("DeoptimizationDataEntrySize", 3)
+    VERSIONS[_key]["consts"].setdefault("DeoptimizationDataTranslationIndex", 0)
+    for _name, _value in _SAFEPOINTS[_key].items():
+        VERSIONS[_key]["consts"].setdefault(_name, _value)
+# From V8 13.6 the literal ids of frames index the protected literal array.
+VERSIONS[(13, 6)]["consts"].setdefault("DeoptimizationDataProtectedLiteralArrayIndex", 2)
+VERSIONS[(14, 6)]["consts"].setdefault("DeoptimizationDataProtectedLiteralArrayIndex", 2)
+
+_COUNTS_12 = (5, 3, 3, 3, 2, 1, 3, 4, 3, 2, 1, 0, 3, 3) + (1,) * 18 + (0, 1, 1, 1, 1, 1, 2, 1)
+_COUNTS_13 = (6, 4, 3, 3, 2, 1, 3, 4, 3, 3, 3, 1, 0, 0, 3, 3, 1, 1, 1, 0) + (1,) * 17 \
+    + (0, 1, 1, 1, 1, 1, 2, 1)
+TRANSLATIONS: dict[tuple[int, int], dict[str, Any]] = {
+    (10, 2): {"encoding": 1, "lookback": False,
+              "counts": (2, 1, 0, 3, 1, 1, 3, 1, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 5, 3, 3, 4,
+                         1, 1, 1, 1, 1, 2),
+              "begin": (3,), "interpreted": (18,), "builtin": (19, 20), "match": None},
+    (11, 3): {"encoding": 2, "lookback": True,
+              "counts": (1, 0, 3, 3, 1, 1, 3, 1, 3, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1,
+                         5, 3, 3, 3, 4, 0, 1, 1, 1, 1, 1, 2, 1),
+              "begin": (2, 3), "interpreted": (23, 24), "builtin": (25, 26), "match": 35},
+    (12, 4): {"encoding": 2, "lookback": True, "counts": _COUNTS_12,
+              "begin": (12, 13), "interpreted": (0, 1), "builtin": (2, 3), "match": 39},
+    # From 13.6 an interpreted frame also names its BytecodeArray (3rd operand).
+    (13, 6): {"encoding": 2, "lookback": True, "counts": _COUNTS_13, "bytecode_literal": True,
+              "begin": (14, 15), "interpreted": (0, 1), "builtin": (2, 3), "match": 44},
+    (14, 6): {"encoding": 2, "lookback": True, "counts": _COUNTS_13, "bytecode_literal": True,
+              "begin": (14, 15), "interpreted": (0, 1), "builtin": (2, 3), "match": 44},
+}
+
+
+def translations(md: Any) -> dict[str, Any]:
+    """The translation format of the binary's V8 line (the nearest older one if unknown)."""
+    key = (md.v8_version[0], md.v8_version[1])
+    if key not in TRANSLATIONS:
+        older = [k for k in sorted(TRANSLATIONS) if k <= key]
+        key = older[-1] if older else min(TRANSLATIONS)
+    return TRANSLATIONS[key]
+
+
 # Lines between the ones above (odd node lines, and node 18.0-18.2 on V8 10.1),
 # each as the nearest line whose facts it shares plus what differs. Found in
 # cores of the first, a middle and the last release of each line; the page

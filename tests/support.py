@@ -96,6 +96,62 @@ def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env:
     return d
 
 
+# Libraries whose paths a "moved" core names as missing files, as a core
+# read on another machine does (a different distribution or image).
+MOVED_LIBS = (b"x86_64-linux-gnu/libc.so.6", b"x86_64-linux-gnu/libstdc++.so.6")
+
+
+def _moved(name: bytes) -> bytes:
+    return name.replace(b"-gnu/", b"-prd/")
+
+
+def moved_core(d: Path) -> Path:
+    """A copy of d/core whose libc and libstdc++ paths -- in the NT_FILE list and
+    in the dynamic loader's list in memory -- name files that do not exist."""
+    out = d / "core-moved"
+    if out.exists():
+        return out
+    data = (d / "core").read_bytes()
+    for name in MOVED_LIBS:
+        data = data.replace(name, _moved(name))
+    tmp = d / f"core-moved.{os.getpid()}"
+    tmp.write_bytes(data)
+    tmp.rename(out)
+    return out
+
+
+def moved_sysroot(d: Path) -> Path:
+    """A sysroot holding this machine's libc and libstdc++ where the moved core
+    expects them (/usr/lib/... as the core's file list names them, /lib/... as
+    the loader's list does)."""
+    root = d / "sysroot"
+    if (root / "done").exists():
+        return root
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from v8dbg.corefile import CoreBackend
+    libdir = None
+    for m in CoreBackend(str(d / "core")).mappings_raw:
+        for name in MOVED_LIBS:
+            if m.path.encode().endswith(name) or name in m.path.encode():
+                src = Path(m.path)
+                dst = root / _moved(m.path.encode()).decode().lstrip("/")
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                if not dst.exists():
+                    shutil.copy2(os.path.realpath(src), dst)
+                    # The loader's list names the soname (libstdc++.so.6).
+                    short = dst.parent / (name.decode().rsplit("/", 1)[1])
+                    if not short.exists():
+                        short.symlink_to(dst.name)
+                libdir = dst.parent
+    if libdir is not None and libdir.parts[-3:-1] == ("usr", "lib"):
+        lib = root / "lib"
+        if not lib.exists():
+            lib.symlink_to("usr/lib")
+    (root / "done").write_text("ok")
+    return root
+
+
 def read_json(d: Path, name: str):
     return json.loads((d / name).read_text())
 

@@ -8,7 +8,8 @@ import sys
 from .commands import Session, load_all
 from .errors import V8DbgError
 
-USAGE = """usage: python -m v8dbg COMMAND [ARGS] --core CORE --binary NODE
+USAGE = """usage: python -m v8dbg COMMAND [ARGS] --core CORE [--binary NODE]
+                     [--sysroot DIR] [--solib-path DIR[:DIR...]]
        python -m v8dbg COMMAND -h      help for one command
        python -m v8dbg v8dbg           list the commands
 """
@@ -38,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     core, argv = _take(argv, "--core")
     binary, argv = _take(argv, "--binary")
+    sysroot, argv = _take(argv, "--sysroot")
+    solib_path, argv = _take(argv, "--solib-path")
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0 if argv else 2
@@ -50,18 +53,25 @@ def main(argv: list[str] | None = None) -> int:
     wants_help = any(a in ("-h", "--help") for a in rest)
     if cmd.needs_program and not wants_help:
         if not core:
-            print("v8dbg: --core CORE is required (and --binary NODE)", file=sys.stderr)
+            print("v8dbg: --core CORE is required", file=sys.stderr)
             return 2
         if not os.path.exists(core):
             print(f"v8dbg: core file {core} not found", file=sys.stderr)
             return 2
+        for flag, value in (("--sysroot", sysroot), ("--solib-path", solib_path)):
+            for d in (value or "").split(":") if flag == "--solib-path" else [value]:
+                if d and not os.path.isdir(d):
+                    print(f"v8dbg: {flag}: {d} is not a directory", file=sys.stderr)
+                    return 2
 
     backend_box: list = []
 
     def factory():
         if not backend_box:
             from .corefile import CoreBackend
-            backend_box.append(CoreBackend(core, binary))  # type: ignore[arg-type]
+            from .solibs import SearchPath
+            backend_box.append(CoreBackend(core, binary,  # type: ignore[arg-type]
+                                           SearchPath.parse(sysroot, solib_path)))
         return backend_box[0]
 
     sess = Session(factory, binary)

@@ -113,7 +113,10 @@ class Session:
         if self._prog is None or self._key != key:
             prog = Program(backend, self._binary)
             prog.check_binary()
-            from .metadata import warn_once
+            from .metadata import note_once, warn_once
+            taken = _binary_from_core(backend) if not self._binary else None
+            if taken:
+                note_once(f"node binary {taken} (named by the core)")
             if prog.md.unsupported:
                 warn_once(prog.md.unsupported)
             cut = _truncation(backend)
@@ -176,6 +179,14 @@ class Session:
         if want_json:
             return json.dumps(res.data, separators=(", ", ": "), ensure_ascii=False), True
         return printable(res.text), True
+
+
+def _binary_from_core(backend: Backend) -> str | None:
+    fn = getattr(backend, "binary_from_core", None)
+    try:
+        return fn() if fn is not None else None
+    except Exception:
+        return None
 
 
 def _running(backend: Backend) -> bool:

@@ -71,6 +71,24 @@ def find_build_id(data: bytes) -> str | None:
     return None
 
 
+def build_id_from_header(head: bytes) -> str | None:
+    """Find the GNU build-id note through the program headers of an ELF header page."""
+    if head[:4] != b"\x7fELF":
+        return None
+    phoff = struct.unpack_from("<Q", head, 32)[0]
+    phnum = struct.unpack_from("<H", head, 56)[0]
+    for i in range(min(phnum, 64)):
+        o = phoff + i * 56
+        if o + 56 > len(head):
+            break
+        p_type, _f, p_offset, _v, _p, p_filesz = struct.unpack_from("<IIQQQQ", head, o)
+        if p_type == PT_NOTE and p_offset + p_filesz <= len(head):
+            bid = find_build_id(head[p_offset:p_offset + p_filesz])
+            if bid:
+                return bid
+    return None
+
+
 class ElfFile:
     """A mapped ELF64 little-endian file (executable or shared object)."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import codes
+from . import codes, segments
 from .errors import DecodeError, TargetMemoryError, V8DbgError, why
 from .functions import Functions
 from .heap import Heap
@@ -75,6 +75,7 @@ class StackDecoder:
                             if k.startswith("frametype_")}
         self.code = codes.Codes(prog, self.h, self.f)
         self._values = None
+        self.recovery: segments.Recovery | None = None
 
     # -- classification --------------------------------------------------
 
@@ -89,6 +90,8 @@ class StackDecoder:
 
     def decode(self, regs: Registers, limit: int = 4096) -> list[Frame]:
         machine = walk(self.prog, regs, limit)
+        # JS segments the native walk missed come from V8's thread state.
+        machine, self.recovery = segments.complete(self.prog, regs, machine, limit)
         out: list[Frame] = []
         for depth, mf in enumerate(machine):
             out.extend(self._decode_one(mf, len(out), depth > 0))
@@ -107,6 +110,10 @@ class StackDecoder:
         sym = prog.symbolize(mf.pc - 1 if caller and mf.native else mf.pc)
         base = Frame(index, "native", mf.pc, mf.fp, mf.sp,
                      symbol=sym.name if sym else None, module=sym.module if sym else None)
+        if sym is None and mf.native is False and prog.module_for(mf.pc) is not None:
+            lm = prog.module_for(mf.pc)
+            if lm is not None and lm.elf is None:
+                base.module = lm.path.rsplit("/", 1)[-1]  # a library missing here
         if mf.native:
             return [base]
         builtin = prog.builtin_at(mf.pc)
@@ -145,6 +152,11 @@ class StackDecoder:
             if not self.f.is_function(fn):
                 return None
             sfi = self.f.shared(fn)
+            # An API callback (a FunctionTemplate's C++ function) called through
+            # HandleApiCall: V8's stack traces leave it out.
+            data = self.f.function_data(sfi)
+            if self.h.is_heap(data) and self.h.is_type(data, "FUNCTION_TEMPLATE_INFO_TYPE"):
+                return None
         except (DecodeError, TargetMemoryError, V8DbgError):
             return None
         base.kind = "js"

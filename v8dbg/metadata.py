@@ -214,3 +214,12 @@ def warn_once(message: str, again: bool = False) -> None:
         return
     _warned.add(message)
     print(f"v8dbg: warning: {message}", file=sys.stderr)
+
+
+def note_once(message: str) -> None:
+    """An informational line, once per process, to stderr."""
+    key = "note:" + message
+    if key in _warned:
+        return
+    _warned.add(key)
+    print(f"v8dbg: note: {message}", file=sys.stderr)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from . import errors, preview
+from . import errors, preview, segments
 from .commands import Result, Session, command, hexaddr
 from .errors import V8DbgError
 from .frames import Frame, StackDecoder
+from .metadata import warn_once
 from .program import Program
 from .target import ThreadInfo
 
@@ -49,7 +50,12 @@ def thread_frames(prog: Program, thread: ThreadInfo) -> list[Frame]:
     if thread.regs is None:
         # A debugger gives no registers for a thread that is running.
         raise V8DbgError(f"no registers for thread {thread.tid}")
-    frames = decoder(prog).decode(thread.regs)
+    dec = decoder(prog)
+    frames = dec.decode(thread.regs)
+    if dec.recovery is not None:
+        msg = segments.loss_message(prog, dec.recovery)
+        if msg:
+            warn_once(msg)
     prog.cache[key] = frames
     return frames
 

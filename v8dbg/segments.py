@@ -1,0 +1,281 @@
+"""JavaScript stack segments from V8's own thread-local state.
+
+A thread's JavaScript runs in segments: C++ enters JS through an entry frame,
+and JS calls back into C++ through an exit frame. V8 keeps, per isolate, the
+fp of the innermost exit frame (`c_entry_fp`) and of the outermost entry
+frame (`js_entry_sp`); each entry frame saves the `c_entry_fp` of the segment
+below it. Following that chain finds every JS frame from memory alone, so a
+stack whose native frames cannot be unwound (a library missing on this
+machine) still shows all of its JavaScript.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from . import census
+from .errors import TargetMemoryError, V8DbgError
+from .program import Program
+from .target import Registers
+from .unwind import MachineFrame, walk
+
+MAX_SEGMENTS = 256
+MAX_FRAMES_PER_SEGMENT = 8192
+SEARCH_BYTES = 256 << 10  # below a Heap, where its Isolate's ThreadLocalTop may lie
+
+
+@dataclass
+class ThreadTop:
+    """One isolate's thread-local stack state."""
+
+    isolate: int
+    heap: int
+    c_entry_fp: int
+    js_entry_sp: int
+    handler: int
+    exits: list[int] = field(default_factory=list)  # exit-frame fps, innermost first
+
+
+def _words(prog: Program, top: int) -> tuple[int, int, int, int]:
+    md, mem = prog.md, prog.mem
+    return (mem.u64(top + md.const("TopIsolate")), mem.u64(top + md.const("TopCEntryFp")),
+            mem.u64(top + md.const("TopJsEntrySp")), mem.u64(top + md.const("TopHandler")))
+
+
+def _plausible(c_entry_fp: int, js_entry_sp: int) -> bool:
+    if c_entry_fp & 7 or js_entry_sp & 7:
+        return False
+    if c_entry_fp and js_entry_sp and not c_entry_fp < js_entry_sp:
+        return False
+    return not (c_entry_fp and not js_entry_sp)
+
+
+def _top_of(prog: Program, heap: int) -> ThreadTop | None:
+    """The ThreadLocalTop of the isolate owning `heap`, checked by its pointer back."""
+    md = prog.md
+    try:
+        iso = heap - md.const("IsolateHeap")
+        top = iso + md.const("IsolateThreadLocalTop")
+        back, cef, jes, handler = _words(prog, top)
+        if back == iso and _plausible(cef, jes):
+            return ThreadTop(iso, heap, cef, jes, handler)
+    except (TargetMemoryError, V8DbgError):
+        pass
+    return _search_top(prog, heap)
+
+
+def _search_top(prog: Program, heap: int) -> ThreadTop | None:
+    """Find the ThreadLocalTop near the Heap by its isolate_ pointer, when the
+    table's Isolate offsets do not hold (a release that moved members)."""
+    md = prog.md
+    try:
+        off_iso = md.const("TopIsolate")
+    except V8DbgError:
+        return None
+    lo = heap - SEARCH_BYTES
+    try:
+        data = prog.mem.read(lo, SEARCH_BYTES)
+    except TargetMemoryError:
+        return None
+    import struct
+    words = struct.unpack(f"<{SEARCH_BYTES // 8}Q", data)
+    for i in range(len(words) - 1, -1, -1):
+        w = words[i]
+        at = lo + 8 * i
+        top = at - off_iso
+        # isolate_ points back to the Isolate, which starts below its ThreadLocalTop.
+        if not lo <= w < top or top - w > SEARCH_BYTES:
+            continue
+        try:
+            back, cef, jes, handler = _words(prog, top)
+        except TargetMemoryError:
+            continue
+        if back == w and jes and _plausible(cef, jes):
+            return ThreadTop(w, heap, cef, jes, handler)
+    return None
+
+
+def thread_tops(prog: Program) -> list[ThreadTop]:
+    """Every isolate's ThreadLocalTop with its chain of exit frames (cached)."""
+    cached = prog.cache.get("thread_tops")
+    if isinstance(cached, list):
+        return cached
+    out: list[ThreadTop] = []
+    try:
+        heaps = census.find_heaps(prog, census.layout(prog))
+    except (TargetMemoryError, V8DbgError):
+        heaps = {}
+    for heap in sorted(heaps):
+        t = _top_of(prog, heap)
+        if t is not None:
+            t.exits = exit_chain(prog, t.c_entry_fp)
+            out.append(t)
+    prog.cache["thread_tops"] = out
+    return out
+
+
+def _entry_types(prog: Program) -> set[int]:
+    return {v for k, v in prog.md.consts.items()
+            if k in ("frametype_EntryFrame", "frametype_ConstructEntryFrame")}
+
+
+def exit_chain(prog: Program, c_entry_fp: int) -> list[int]:
+    """The fp of each segment's exit frame, innermost first: from an exit
+    frame, the fp chain leads through JS frames to the entry frame, which
+    saved the next segment's c_entry_fp."""
+    md, mem = prog.md, prog.mem
+    entry = _entry_types(prog)
+    off_marker = md.const("off_fp_context_or_frame_type", md.const("off_fp_context"))
+    next_off = md.const("EntryFrameNextExitFp")
+    out: list[int] = []
+    e = c_entry_fp
+    while e and len(out) < MAX_SEGMENTS and (not out or e > out[-1]):
+        out.append(e)
+        fp, nxt = e, 0
+        try:
+            for _ in range(MAX_FRAMES_PER_SEGMENT):
+                up = mem.u64(fp)
+                if up <= fp or up & 7:
+                    break
+                fp = up
+                marker = mem.i64(fp + off_marker)
+                if not marker & 1 and 0 <= marker < 1 << 16 and (marker >> 1) in entry:
+                    nxt = mem.u64(fp + next_off)
+                    break
+        except TargetMemoryError:
+            break
+        if nxt and nxt <= fp:
+            break
+        e = nxt
+    return out
+
+
+def _stack_end(prog: Program, sp: int) -> int | None:
+    regs = census.regions(prog)
+    i = bisect.bisect_right([r[0] for r in regs], sp) - 1
+    if i < 0 or sp >= regs[i][1]:
+        return None
+    return regs[i][1]
+
+
+def top_for(prog: Program, regs: Registers) -> ThreadTop | None:
+    """The isolate running JavaScript on the thread with these registers: the
+    one whose outermost entry frame lies on this thread's stack."""
+    tops = thread_tops(prog)
+    if not tops:
+        return None
+    end = _stack_end(prog, regs.rsp)
+    if end is None:
+        return None
+    for t in tops:
+        if t.js_entry_sp and regs.rsp <= t.js_entry_sp < end:
+            return t
+    return None
+
+
+def exit_frame(prog: Program, fp: int) -> MachineFrame:
+    """The exit frame at fp; its pc is the return address just below the sp it saved."""
+    pc = 0
+    try:
+        sp = prog.mem.u64(fp + prog.md.const("ExitFrameSpOffset"))
+        if sp < fp:
+            pc = prog.mem.u64(sp - 8)
+        else:
+            sp = fp
+    except (TargetMemoryError, V8DbgError):
+        sp = fp
+    return MachineFrame(pc, sp, fp, False)
+
+
+def caller_regs(prog: Program, fp: int) -> Registers | None:
+    try:
+        return Registers(prog.mem.u64(fp + 8), fp + 16, prog.mem.u64(fp))
+    except TargetMemoryError:
+        return None
+
+
+@dataclass
+class Recovery:
+    """What the thread-state walk had to do, for the warning a command prints."""
+
+    lost_at: int | None = None  # pc where native unwinding stopped
+    used: bool = False  # frames were added from V8's thread state
+
+
+def complete(prog: Program, regs: Registers, machine: list[MachineFrame],
+             limit: int) -> tuple[list[MachineFrame], Recovery]:
+    """The machine frames with every JS segment of the thread in place.
+
+    Frames of the native walk are kept up to a frame in a library that is
+    missing here (whatever was unwound past it is a guess), or up to where the
+    walk skipped an exit frame V8 recorded; from there the walk restarts at
+    the next exit frame of V8's chain.
+    """
+    rec = Recovery()
+    lost = _first_lost(prog, machine)
+    t = None
+    if lost is not None or not any(not mf.native for mf in machine):
+        try:
+            t = top_for(prog, regs)
+        except (TargetMemoryError, V8DbgError):
+            t = None
+    if t is None or not t.exits:
+        if lost is not None:
+            rec.lost_at = machine[lost].pc
+        return machine, rec
+    pending = list(t.exits)
+    out: list[MachineFrame] = []
+    frames = machine
+    for _ in range(MAX_SEGMENTS + 1):
+        for mf in frames:
+            if pending and mf.sp > pending[0] and not (mf.fp == pending[0] and not mf.native):
+                break  # the walk went past an exit frame without finding it
+            if pending and mf.fp == pending[0] and not mf.native:
+                pending.pop(0)
+            out.append(mf)
+            if len(out) >= limit:
+                return out, rec
+            if _is_lost(prog, mf):
+                if rec.lost_at is None:
+                    rec.lost_at = mf.pc
+                break
+        if not pending:
+            break
+        e = pending.pop(0)
+        rec.used = True
+        ef = exit_frame(prog, e)
+        cr = caller_regs(prog, e)
+        frames = [ef] + (walk(prog, cr, limit) if cr is not None else [])
+    return out, rec
+
+
+def _is_lost(prog: Program, mf: MachineFrame) -> bool:
+    lm = prog.module_for(mf.pc)
+    return lm is not None and lm.elf is None
+
+
+def _first_lost(prog: Program, machine: list[MachineFrame]) -> int | None:
+    for i, mf in enumerate(machine):
+        if _is_lost(prog, mf):
+            return i
+    return None
+
+
+def loss_message(prog: Program, rec: Recovery) -> str | None:
+    """One line naming the library native unwinding could not go through."""
+    if rec.lost_at is None:
+        return None
+    lm = prog.module_for(rec.lost_at)
+    if lm is None:
+        return None
+    found = lm.found
+    if found is not None:
+        bid = f" (build-id {found.want})" if found.want else ""
+        what = f"{lm.path}{bid}, which {found.problem or 'could not be read'}"
+    else:
+        what = f"{lm.path}, which could not be read"
+    js = "; JavaScript frames come from V8's own thread state" if rec.used else ""
+    return (f"native unwinding stops in {what}{js}; for the native frames, point v8dbg at "
+            "the library (--sysroot DIR / --solib-path DIR; gdb: set sysroot / "
+            "set solib-search-path; lldb: target modules add FILE)")

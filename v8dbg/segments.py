@@ -214,12 +214,10 @@ def complete(prog: Program, regs: Registers, machine: list[MachineFrame],
     """
     rec = Recovery()
     lost = _first_lost(prog, machine)
-    t = None
-    if lost is not None or not any(not mf.native for mf in machine):
-        try:
-            t = top_for(prog, regs)
-        except (TargetMemoryError, V8DbgError):
-            t = None
+    try:
+        t = top_for(prog, regs)
+    except (TargetMemoryError, V8DbgError):
+        t = None
     if t is None or not t.exits:
         if lost is not None:
             rec.lost_at = machine[lost].pc

@@ -158,7 +158,7 @@ def locate_mapped(backend, mem, listed: list[Mapping], path: str) -> Found:
     fn = getattr(backend, "loaded_file", None)
     if fn is not None and start is not None:
         try:
-            loaded = fn(path, start)
+            loaded = fn(path, start, want)
         except Exception:  # a debugger API refusing
             loaded = None
     search = getattr(backend, "search_path", None)

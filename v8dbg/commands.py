@@ -111,6 +111,7 @@ class Session:
         backend = self._factory()
         key = (id(backend), getattr(backend, "identity", lambda: None)())
         if self._prog is None or self._key != key:
+            _check_core(backend)
             prog = Program(backend, self._binary)
             prog.check_binary()
             from .metadata import note_once, warn_once
@@ -179,6 +180,20 @@ class Session:
         if want_json:
             return json.dumps(res.data, separators=(", ", ": "), ensure_ascii=False), True
         return printable(res.text), True
+
+
+def _check_core(backend: Backend) -> None:
+    """A debugger may load a core of another architecture as if it were x86-64."""
+    fn = getattr(backend, "core_file", None)
+    if fn is None or getattr(backend, "kind", "") == "core":
+        return
+    try:
+        path = fn()
+    except Exception:
+        path = None
+    if path:
+        from .elf import check_architecture
+        check_architecture(path)
 
 
 def _binary_from_core(backend: Backend) -> str | None:

@@ -53,6 +53,7 @@ class LldbBackend:
         self.target = _target()
         self.process = self.target.GetProcess()
         if not self.process.IsValid():
+            _check_cores_named()
             raise V8DbgError("no process: attach to a node process or load a core first")
         self._maps = None
 
@@ -252,6 +253,38 @@ def _find_core_file(pid: int) -> str | None:
         except V8DbgError:
             continue
     return None
+
+
+def _check_cores_named() -> None:
+    """lldb refuses a core of another architecture without saying why: name it."""
+    from v8dbg_core.elf import check_architecture
+    for arg in _cmdline()[1:] + _history_words():
+        path = os.path.abspath(arg)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(18)
+        except OSError:
+            continue
+        if head[:4] == b"\x7fELF" and len(head) == 18 and head[16] == 4:  # ET_CORE
+            check_architecture(path)
+
+
+def _history_words() -> list[str]:
+    """Words of the commands typed in this session (a `target create --core`
+    that lldb refused leaves no target to ask)."""
+    try:
+        res = lldb.SBCommandReturnObject()
+        lldb.debugger.GetCommandInterpreter().HandleCommand("session history", res)
+        text = res.GetOutput() or ""
+    except Exception:
+        return []
+    words: list[str] = []
+    for line in text.splitlines()[-200:]:
+        try:
+            words.extend(shlex.split(line.split(":", 1)[-1]))
+        except ValueError:
+            continue
+    return words
 
 
 def _cmdline() -> list[str]:

@@ -49,14 +49,30 @@ def _key(*parts: str) -> str:
     return h.hexdigest()[:16]
 
 
+def stripped_binary(version: str) -> Path:
+    """A copy of node VERSION without its symbol table (`strip --strip-all`), as
+    some distributions ship node."""
+    out = CACHE / "node-stripped" / version / "node"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f"node.{os.getpid()}"
+    shutil.copy2(node_binary(version), tmp)
+    subprocess.run(["strip", "--strip-all", str(tmp)], check=True, capture_output=True)
+    tmp.rename(out)
+    return out
+
+
 def make_core(version: str, fixture: str, flags: tuple[str, ...] = (), env: dict | None = None,
-              timeout: float = 120) -> Path:
+              timeout: float = 120, binary: Path | None = None) -> Path:
     """Run tests/fixtures/FIXTURE under node VERSION until it aborts; return its directory.
 
     The directory holds `core` and whatever the fixture wrote (expected-*.json/txt).
+    `binary` runs another build of that version (a stripped copy).
     """
     src = (FIXTURES / fixture).read_text()
-    d = CACHE / "cores" / version / f"{Path(fixture).stem}-{_key(src, *flags, json.dumps(env or {}))}"
+    extra = (str(binary),) if binary is not None else ()
+    d = CACHE / "cores" / version / f"{Path(fixture).stem}-{_key(src, *flags, json.dumps(env or {}), *extra)}"
     if (d / "core").exists() and (d / "done").exists():
         return d
     d.parent.mkdir(parents=True, exist_ok=True)
@@ -65,11 +81,11 @@ def make_core(version: str, fixture: str, flags: tuple[str, ...] = (), env: dict
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (d / "core").exists() and (d / "done").exists():
             return d
-        return _make_core(d, version, fixture, flags, env, timeout)
+        return _make_core(d, version, fixture, flags, env, timeout, binary)
 
 
 def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env: dict | None,
-               timeout: float) -> Path:
+               timeout: float, binary: Path | None = None) -> Path:
     if d.exists():
         shutil.rmtree(d)
     d.mkdir(parents=True)
@@ -80,7 +96,7 @@ def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env:
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
-    proc = subprocess.run([str(node_binary(version)), *flags, str(FIXTURES / fixture)], cwd=d,
+    proc = subprocess.run([str(binary or node_binary(version)), *flags, str(FIXTURES / fixture)], cwd=d,
                           env=e, preexec_fn=limits, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=timeout)
     core = d / "core"

@@ -120,6 +120,11 @@ class Session:
                 note_once(f"node binary {taken} (named by the core)")
             if prog.md.unsupported:
                 warn_once(prog.md.unsupported)
+            if prog.binary.section(".symtab") is None:
+                warn_once(f"{prog.binary.path} is stripped (it has no .symtab): names come "
+                          "from .dynsym only, so V8's builtins show as <builtin> and node's "
+                          "and V8's internal C++ functions as ??; JavaScript frames are "
+                          "unaffected")
             cut = _truncation(backend)
             if cut:
                 warn_once(cut)

@@ -25,6 +25,7 @@ INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolin
                         "InterpreterEnterAtBytecode", "InterpreterEnterAtNextBytecode",
                         "InterpreterEnterBytecodeAdvance", "InterpreterEnterBytecodeDispatch")
 
+UNNAMED_BUILTIN = "<builtin>"  # a builtin whose name the binary does not carry
 MAX_ARGS = 256
 MAX_PROTOTYPES = 16
 
@@ -179,6 +180,8 @@ class StackDecoder:
         self._receiver_args(fr, sfi)
         fr.function = self.display_name(fn, sfi, fr.receiver)
         script = self.f.script(sfi)
+        if builtin == UNNAMED_BUILTIN and self._interpreted(mf.fp):
+            builtin = "InterpreterEntryTrampoline"  # a stripped binary names no builtin
         if builtin is not None and builtin not in INTERPRETER_BUILTINS \
                 and not builtin.endswith("Handler"):
             # A JS builtin (Array.prototype.map, ...): no script position.
@@ -201,6 +204,16 @@ class StackDecoder:
             return [fr]
         # JIT code on the heap: baseline, Maglev or TurboFan.
         return self.code.jit_frames(self, mf, fr, fn, sfi, script)
+
+    def _interpreted(self, fp: int) -> bool:
+        """An interpreter frame keeps a BytecodeArray and a Smi offset in its slots."""
+        try:
+            bc = self.prog.mem.u64(fp + self.off_bc_array)
+            raw = self.prog.mem.u64(fp + self.off_bc_offset)
+            return self.h.is_heap(bc) and self.h.is_type(bc, "BYTECODE_ARRAY_TYPE") \
+                and self.h.is_smi(raw)
+        except (DecodeError, TargetMemoryError, V8DbgError):
+            return False
 
     def display_name(self, fn: int, sfi: int, receiver: int | None = None) -> str:
         """The name V8's stack traces give a function.

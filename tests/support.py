@@ -174,12 +174,18 @@ def read_json(d: Path, name: str):
 
 # -- front ends -----------------------------------------------------------
 
-def run_cli(version: str, core: Path, commands: list[str], timeout: float = 300) -> list[str]:
-    """Each command through `python -m v8dbg`; returns each command's stdout+stderr."""
+def run_cli(version: str, core: Path, commands: list[str], timeout: float = 300,
+            binary: Path | None = None, no_binary: bool = False,
+            extra: tuple[str, ...] = ()) -> list[str]:
+    """Each command through `python -m v8dbg`; returns each command's stdout+stderr.
+
+    `binary` replaces the pinned node binary; `no_binary` leaves --binary out
+    (node is then taken from the core); `extra` are more CLI flags."""
     outs = []
+    node = [] if no_binary else ["--binary", str(binary or node_binary(version))]
     for c in commands:
         p = subprocess.run([sys.executable, "-m", "v8dbg", *c.split(), "--core", str(core),
-                            "--binary", str(node_binary(version))], cwd=ROOT,
+                            *node, *extra], cwd=ROOT,
                            capture_output=True, text=True, timeout=timeout)
         outs.append((p.stdout + p.stderr).rstrip("\n"))
     return outs
@@ -200,19 +206,30 @@ def _split(out: str, n: int) -> list[str]:
 
 
 def run_gdb(version: str, commands: list[str], core: Path | None = None, pid: int | None = None,
-            timeout: float = 600) -> list[str]:
+            timeout: float = 600, binary: Path | None = None,
+            no_binary: bool = False, merged: bool = False) -> list[str]:
     args = [GDB, "-nx", "-q", "-batch", "-ex", "set pagination off", "-ex", "set width 0",
             "-ex", f"source {ROOT}/plugins/gdb/v8dbg.py"]
     for c in commands:
         args += ["-ex", f"echo {MARK}\\n", "-ex", c]
-    args.append(str(node_binary(version)))
-    if core is not None:
-        args.append(str(core))
+    if no_binary and core is not None:
+        args += ["-c", str(core)]  # `gdb -c core`: no program file
     else:
-        args += ["-p", str(pid)]
+        args.append(str(binary or node_binary(version)))
+        if core is not None:
+            args.append(str(core))
+        else:
+            args += ["-p", str(pid)]
     for _ in range(2):
-        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-        out = p.stdout + "\n" + _filter_stderr(p.stderr)
+        if merged:
+            # v8dbg's warnings (stderr) stay next to the command that gave them.
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               errors="replace", timeout=timeout, cwd=ROOT)
+            out = p.stdout
+        else:
+            p = subprocess.run(args, capture_output=True, text=True, errors="replace",
+                               timeout=timeout, cwd=ROOT)
+            out = p.stdout + "\n" + _filter_stderr(p.stderr)
         if out.count(MARK) >= len(commands):
             break
     return _split(out, len(commands))
@@ -225,10 +242,13 @@ def _filter_stderr(err: str) -> str:
 
 
 def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: int | None = None,
-             timeout: float = 600) -> list[str]:
+             timeout: float = 600, binary: Path | None = None,
+             no_binary: bool = False, merged: bool = False) -> list[str]:
     args = [LLDB, "--no-lldbinit", "-b"]
     if core is not None:
-        args += ["-c", str(core), str(node_binary(version))]
+        args += ["-c", str(core)]
+        if not no_binary:
+            args.append(str(binary or node_binary(version)))
     else:
         args += ["-p", str(pid)]
     args += ["-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py"]
@@ -236,11 +256,11 @@ def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: i
         # Split the mark so lldb's echo of the command line does not contain it.
         half = len(MARK) // 2
         args += ["-o", f"script print('{MARK[:half]}' + '{MARK[half:]}')", "-o", c]
-    out = _run_debugger(args, len(commands), timeout)
+    out = _run_debugger(args, len(commands), timeout, merged)
     return _split(out, len(commands))
 
 
-def _run_debugger(args: list[str], n: int, timeout: float) -> str:
+def _run_debugger(args: list[str], n: int, timeout: float, merged: bool = False) -> str:
     """Run a debugger; once more if it died before printing every command's mark.
 
     lldb has, rarely and under load, exited with no output at all; that is the
@@ -248,19 +268,49 @@ def _run_debugger(args: list[str], n: int, timeout: float) -> str:
     """
     out = ""
     for _ in range(2):
-        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-        out = p.stdout + "\n" + p.stderr
+        if merged:
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               errors="replace", timeout=timeout, cwd=ROOT)
+            out = p.stdout
+        else:
+            p = subprocess.run(args, capture_output=True, text=True, errors="replace",
+                               timeout=timeout, cwd=ROOT)
+            out = p.stdout + "\n" + p.stderr
         if out.count(MARK) >= n:
             break
     return out
 
 
-def run(frontend: str, version: str, core: Path, commands: list[str]) -> list[str]:
+def run(frontend: str, version: str, core: Path, commands: list[str],
+        binary: Path | None = None, no_binary: bool = False) -> list[str]:
     if frontend == "cli":
-        return run_cli(version, core, commands)
+        return run_cli(version, core, commands, binary=binary, no_binary=no_binary)
     if frontend == "gdb":
-        return run_gdb(version, commands, core=core)
-    return run_lldb(version, commands, core=core)
+        return run_gdb(version, commands, core=core, binary=binary, no_binary=no_binary)
+    return run_lldb(version, commands, core=core, binary=binary, no_binary=no_binary)
+
+
+def run_lldb_session(lines: list[str], timeout: float = 120) -> str:
+    """lldb fed its commands on stdin, as typed: a failing command (a core lldb
+    refuses) does not end the session as it does with -b."""
+    text = "\n".join([f"command script import {ROOT}/plugins/lldb/v8dbg.py", *lines, "quit"])
+    p = subprocess.run([LLDB, "--no-lldbinit"], input=text + "\n", capture_output=True,
+                       text=True, errors="replace", timeout=timeout, cwd=ROOT)
+    return p.stdout + "\n" + p.stderr
+
+
+def aarch64_core(d: Path) -> Path:
+    """The first pages of d/core with its ELF header saying aarch64 (e_machine 183)."""
+    out = d / "core-aarch64"
+    if out.exists():
+        return out
+    with open(d / "core", "rb") as fh:
+        head = bytearray(fh.read(4 << 20))
+    head[18:20] = (183).to_bytes(2, "little")
+    tmp = d / f"core-aarch64.{os.getpid()}"
+    tmp.write_bytes(bytes(head))
+    tmp.rename(out)
+    return out
 
 
 def json_line(text: str) -> dict:

@@ -178,3 +178,51 @@ def test_thread_state_chains_every_segment(version, cores):
     assert len(top.exits) == 3 == len(entries)
     assert top.exits == exits[:3]
     assert top.js_entry_sp == entries[-1]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_different_library_and_all_threads(version, cores, tmp_path):
+    """A file of the right name but another build is named as different, not
+    used; `jsstack --all` still finds the thread running JavaScript."""
+    d = cores[version]
+    wrong = tmp_path / "libc.so.6"
+    import shutil
+    shutil.copy(next(p for p in (moved_sysroot(d) / "usr" / "lib" / "x86_64-linux-prd").iterdir()
+                     if p.name.startswith("libstdc++") and not p.is_symlink()), wrong)
+    out, every = run_cli(version, moved_core(d), ["jsstack --json", "jsstack --all --json"],
+                         extra=("--solib-path", str(tmp_path)))
+    compare(json_line(out), (d / "expected-stack.txt").read_text())
+    ws = warnings(out)
+    assert len(ws) == 1 and MOVED_LIBC in ws[0], out[-1500:]
+    assert f"differs on this machine: {wrong} has build-id" in ws[0]
+    threads = json_line(every)["threads"]
+    assert len(threads) == 1
+    compare({"frames": threads[0]["frames"]}, (d / "expected-stack.txt").read_text())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_thread_state_found_when_isolate_offsets_move(version, cores):
+    """A release whose Isolate members moved: the ThreadLocalTop is found near
+    the Heap by its pointer back to the Isolate, with the same contents."""
+    sys.path.insert(0, str(ROOT))
+    from support import node_binary
+    from v8dbg import segments
+    from v8dbg.corefile import CoreBackend
+    from v8dbg.program import Program
+    d = cores[version]
+    backend = CoreBackend(str(d / "core"), str(node_binary(version)))
+    prog = Program(backend, str(node_binary(version)))
+    regs = backend.threads()[0].regs
+    want = segments.top_for(prog, regs)
+    assert want is not None
+    moved = dict(prog.md.consts)
+    try:
+        prog.md.consts["IsolateHeap"] += 64
+        prog.cache.clear()
+        got = segments.top_for(prog, regs)
+    finally:
+        prog.md.consts.clear()
+        prog.md.consts.update(moved)
+    assert got is not None
+    assert (got.isolate, got.c_entry_fp, got.js_entry_sp, got.exits) == \
+        (want.isolate, want.c_entry_fp, want.js_entry_sp, want.exits)

@@ -67,33 +67,58 @@ def _top_of(prog: Program, heap: int) -> ThreadTop | None:
 
 def _search_top(prog: Program, heap: int) -> ThreadTop | None:
     """Find the ThreadLocalTop near the Heap by its isolate_ pointer, when the
-    table's Isolate offsets do not hold (a release that moved members)."""
+    table's Isolate offsets do not hold (a release that moved members). A
+    candidate must hold an outermost entry frame on some thread's stack."""
     md = prog.md
     try:
         off_iso = md.const("TopIsolate")
     except V8DbgError:
         return None
-    lo = heap - SEARCH_BYTES
-    try:
-        data = prog.mem.read(lo, SEARCH_BYTES)
-    except TargetMemoryError:
+    stacks = _thread_stacks(prog)
+    if not stacks:
         return None
+
+    def on_stack(a: int) -> bool:
+        return any(lo <= a < hi for lo, hi in stacks)
+
     import struct
-    words = struct.unpack(f"<{SEARCH_BYTES // 8}Q", data)
-    for i in range(len(words) - 1, -1, -1):
-        w = words[i]
-        at = lo + 8 * i
-        top = at - off_iso
-        # isolate_ points back to the Isolate, which starts below its ThreadLocalTop.
-        if not lo <= w < top or top - w > SEARCH_BYTES:
-            continue
+    page = 4096
+    lo = (heap - SEARCH_BYTES) & ~(page - 1)
+    for base in range(heap & ~(page - 1), lo - page, -page):
         try:
-            back, cef, jes, handler = _words(prog, top)
+            data = prog.mem.read(base, page)
         except TargetMemoryError:
             continue
-        if back == w and jes and _plausible(cef, jes):
-            return ThreadTop(w, heap, cef, jes, handler)
+        for i, w in enumerate(struct.unpack(f"<{page // 8}Q", data)):
+            top = base + 8 * i - off_iso
+            # isolate_ points back to the Isolate, which starts below its ThreadLocalTop.
+            if not lo <= w < top or top - w > SEARCH_BYTES:
+                continue
+            try:
+                back, cef, jes, handler = _words(prog, top)
+            except TargetMemoryError:
+                continue
+            if back == w and jes and _plausible(cef, jes) and on_stack(jes) \
+                    and (not cef or on_stack(cef)):
+                return ThreadTop(w, heap, cef, jes, handler)
     return None
+
+
+def _thread_stacks(prog: Program) -> list[tuple[int, int]]:
+    """[sp, end of its mapping) of each thread with registers."""
+    out = []
+    try:
+        threads = prog.backend.threads()
+    except Exception:
+        return out
+    for t in threads[:4096]:
+        regs = t.regs
+        if regs is None or not regs.rsp:
+            continue
+        end = _stack_end(prog, regs.rsp)
+        if end is not None:
+            out.append((regs.rsp, end))
+    return out
 
 
 def thread_tops(prog: Program) -> list[ThreadTop]:

@@ -181,6 +181,25 @@ def test_thread_state_chains_every_segment(version, cores):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_native_frames_of_node_survive_a_missing_libc(version, cores):
+    """Where libc cannot be unwound, node's own frames below it are found from
+    the stack (taken only when they lead exactly to V8's exit frame): the same
+    node frames, at the same places, as with every library present."""
+    d = cores[version]
+    whole = json_line(run_cli(version, d / "core", ["jsstack --json"])[0])
+    moved = json_line(moved_results("cli", version, d)[0])
+
+    def node_frames(doc):
+        return [(f["pc"], f["symbol"]) for f in doc["frames"]
+                if f["kind"] == "native" and f.get("module") == "node"]
+
+    # Below main, libc's __libc_start_call_main cannot be unwound either: _start is lost.
+    want = [f for f in node_frames(whole) if f[1] != "_start"]
+    assert node_frames(moved) == want
+    assert "Abort" in (node_frames(moved)[0][1] or "")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_different_library_and_all_threads(version, cores, tmp_path):
     """A file of the right name but another build is named as different, not
     used; `jsstack --all` still finds the thread running JavaScript."""

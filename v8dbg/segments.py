@@ -269,8 +269,101 @@ def complete(prog: Program, regs: Registers, machine: list[MachineFrame],
         rec.used = True
         ef = exit_frame(prog, e)
         cr = caller_regs(prog, e)
-        frames = [ef] + (walk(prog, cr, limit) if cr is not None else [])
+        start = out[-1].sp if out else regs.rsp
+        bridge = _bridge(prog, start, ef, regs.rbp) if start < ef.sp else []
+        frames = bridge + [ef] + (walk(prog, cr, limit) if cr is not None else [])
     return out, rec
+
+
+BRIDGE_SCAN_BYTES = 64 << 10
+BRIDGE_FRAMES = 64
+
+
+def _bridge(prog: Program, lo: int, ef: MachineFrame, rbp: int) -> list[MachineFrame]:
+    """Native frames between where unwinding stopped and an exit frame.
+
+    A stack word that is a return address (just after a call) into code with
+    unwind tables may start a walk; the walk is taken only when it arrives
+    exactly at the exit frame's pc and sp, so a stale word never adds frames.
+    """
+    mem = prog.mem
+    end = min(ef.sp, lo + BRIDGE_SCAN_BYTES)
+    lo = (lo + 7) & ~7
+    try:
+        words = [mem.u64(a) for a in range(lo, end + 16, 8)]
+    except TargetMemoryError:
+        return []
+    calls = [i for i, w in enumerate(words[:(end - lo) // 8]) if _after_call(prog, w)]
+    # Frame bases of code that keeps rbp as a frame pointer: the saved caller's
+    # rbp (further up, at most the exit frame's fp) under a return address.
+    after = set(calls)
+    bases = [lo + 8 * i for i in range(len(words) - 1)
+             if lo + 8 * i < words[i] <= ef.fp and (i + 1 in after or words[i + 1] == ef.pc)]
+    for i in calls:
+        addr = lo + 8 * i
+        if _calls_known_code(prog, words[i]):
+            # The innermost frame found must have called into what could not be
+            # unwound; a direct call to code with unwind tables is a stale word.
+            continue
+        above = [b for b in bases if b > addr][:2]
+        for guess in [rbp] + above:
+            got = _bridge_walk(prog, words[i], addr, guess, ef)
+            if got:
+                return got
+    return []
+
+
+def _bridge_walk(prog: Program, pc: int, addr: int, rbp: int,
+                 ef: MachineFrame) -> list[MachineFrame]:
+    frames = walk(prog, Registers(pc, addr + 8, rbp), BRIDGE_FRAMES, caller=True)
+    for i, mf in enumerate(frames):
+        if mf.pc == ef.pc and mf.sp == ef.sp:
+            got = frames[:i]
+            return got if got and all(f.native for f in got) else []
+        if mf.sp > ef.sp or not mf.native:
+            break
+    return []
+
+
+def _calls_known_code(prog: Program, w: int) -> bool:
+    """True when the call before w goes directly to a function of a module
+    that is here (not through the PLT, not to a library that is missing)."""
+    import struct
+    try:
+        code = prog.mem.read(w - 5, 5)
+    except TargetMemoryError:
+        return False
+    if code[0] != 0xE8:
+        return False  # an indirect call: its target is unknown
+    target = (w + struct.unpack("<i", code[1:])[0]) & ((1 << 64) - 1)
+    lm = prog.module_for(target)
+    if lm is None or lm.elf is None or lm.cfi is None:
+        return False
+    link = lm.link_address(target)
+    if link is None:
+        return False
+    for sec in lm.elf.sections:
+        if sec.name.startswith(".plt") and sec.addr <= link < sec.addr + sec.size:
+            return False
+    return lm.cfi.rule_at(link) is not None
+
+
+def _after_call(prog: Program, w: int) -> bool:
+    """True when w follows a call instruction in code with unwind tables."""
+    lm = prog.module_for(w)
+    if lm is None or lm.elf is None or lm.cfi is None or prog.builtin_at(w) is not None:
+        return False
+    link = lm.link_address(w - 1)
+    if link is None or lm.cfi.rule_at(link) is None:
+        return False
+    try:
+        code = prog.mem.read(w - 7, 7)
+    except TargetMemoryError:
+        return False
+    if code[2] == 0xE8:  # call rel32
+        return True
+    # call r/m64 (ff /2) of 2, 3, 6 or 7 bytes
+    return any(code[7 - n] == 0xFF and (code[8 - n] >> 3) & 7 == 2 for n in (2, 3, 6, 7))
 
 
 def _is_lost(prog: Program, mf: MachineFrame) -> bool:

@@ -83,14 +83,30 @@ def _key(*parts: str) -> str:
     return h.hexdigest()[:16]
 
 
+def stripped_binary(version: str) -> Path:
+    """A copy of node VERSION without its symbol table (`strip --strip-all`), as
+    some distributions ship node."""
+    out = CACHE / "node-stripped" / version / "node"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f"node.{os.getpid()}"
+    shutil.copy2(node_binary(version), tmp)
+    subprocess.run(["strip", "--strip-all", str(tmp)], check=True, capture_output=True)
+    tmp.rename(out)
+    return out
+
+
 def make_core(version: str, fixture: str, flags: tuple[str, ...] = (), env: dict | None = None,
-              timeout: float = 120) -> Path:
+              timeout: float = 120, binary: Path | None = None) -> Path:
     """Run tests/fixtures/FIXTURE under node VERSION until it aborts; return its directory.
 
     The directory holds `core` and whatever the fixture wrote (expected-*.json/txt).
+    `binary` runs another build of that version (a stripped copy).
     """
     src = (FIXTURES / fixture).read_text()
-    d = CACHE / "cores" / version / f"{Path(fixture).stem}-{_key(src, *flags, json.dumps(env or {}))}"
+    extra = (str(binary),) if binary is not None else ()
+    d = CACHE / "cores" / version / f"{Path(fixture).stem}-{_key(src, *flags, json.dumps(env or {}), *extra)}"
     if (d / "core").exists() and (d / "done").exists():
         return d
     d.parent.mkdir(parents=True, exist_ok=True)
@@ -99,11 +115,11 @@ def make_core(version: str, fixture: str, flags: tuple[str, ...] = (), env: dict
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (d / "core").exists() and (d / "done").exists():
             return d
-        return _make_core(d, version, fixture, flags, env, timeout)
+        return _make_core(d, version, fixture, flags, env, timeout, binary)
 
 
 def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env: dict | None,
-               timeout: float) -> Path:
+               timeout: float, binary: Path | None = None) -> Path:
     if d.exists():
         shutil.rmtree(d)
     d.mkdir(parents=True)
@@ -114,7 +130,7 @@ def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env:
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
-    proc = subprocess.run([str(node_binary(version)), *flags, str(FIXTURES / fixture)], cwd=d,
+    proc = subprocess.run([str(binary or node_binary(version)), *flags, str(FIXTURES / fixture)], cwd=d,
                           env=e, preexec_fn=limits, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=timeout)
     core = d / "core"
@@ -130,18 +146,80 @@ def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env:
     return d
 
 
+# Libraries whose paths a "moved" core names as missing files, as a core
+# read on another machine does (a different distribution or image).
+MOVED_LIBS = (b"x86_64-linux-gnu/libc.so.6", b"x86_64-linux-gnu/libstdc++.so.6")
+
+
+def _moved(name: bytes) -> bytes:
+    return name.replace(b"-gnu/", b"-prd/")
+
+
+def moved_core(d: Path) -> Path:
+    """A copy of d/core whose libc and libstdc++ paths -- in the NT_FILE list and
+    in the dynamic loader's list in memory -- name files that do not exist."""
+    out = d / "core-moved"
+    if out.exists():
+        return out
+    data = (d / "core").read_bytes()
+    for name in MOVED_LIBS:
+        data = data.replace(name, _moved(name))
+    tmp = d / f"core-moved.{os.getpid()}"
+    tmp.write_bytes(data)
+    tmp.rename(out)
+    return out
+
+
+def moved_sysroot(d: Path) -> Path:
+    """A sysroot holding this machine's libc and libstdc++ where the moved core
+    expects them (/usr/lib/... as the core's file list names them, /lib/... as
+    the loader's list does)."""
+    root = d / "sysroot"
+    if (root / "done").exists():
+        return root
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from v8dbg.target.corefile import CoreBackend
+    libdir = None
+    for m in CoreBackend(str(d / "core")).mappings_raw:
+        for name in MOVED_LIBS:
+            if m.path.encode().endswith(name) or name in m.path.encode():
+                src = Path(m.path)
+                dst = root / _moved(m.path.encode()).decode().lstrip("/")
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                if not dst.exists():
+                    shutil.copy2(os.path.realpath(src), dst)
+                    # The loader's list names the soname (libstdc++.so.6).
+                    short = dst.parent / (name.decode().rsplit("/", 1)[1])
+                    if not short.exists():
+                        short.symlink_to(dst.name)
+                libdir = dst.parent
+    if libdir is not None and libdir.parts[-3:-1] == ("usr", "lib"):
+        lib = root / "lib"
+        if not lib.exists():
+            lib.symlink_to("usr/lib")
+    (root / "done").write_text("ok")
+    return root
+
+
 def read_json(d: Path, name: str):
     return json.loads((d / name).read_text())
 
 
 # -- front ends -----------------------------------------------------------
 
-def run_cli(version: str, core: Path, commands: list[str], timeout: float = 300) -> list[str]:
-    """Each command through `python -m v8dbg`; returns each command's stdout+stderr."""
+def run_cli(version: str, core: Path, commands: list[str], timeout: float = 300,
+            binary: Path | None = None, no_binary: bool = False,
+            extra: tuple[str, ...] = ()) -> list[str]:
+    """Each command through `python -m v8dbg`; returns each command's stdout+stderr.
+
+    `binary` replaces the pinned node binary; `no_binary` leaves --binary out
+    (node is then taken from the core); `extra` are more CLI flags."""
     outs = []
+    node = [] if no_binary else ["--binary", str(binary or node_binary(version))]
     for c in commands:
         p = subprocess.run([sys.executable, "-m", "v8dbg", *c.split(), "--core", str(core),
-                            "--binary", str(node_binary(version))], cwd=ROOT,
+                            *node, *extra], cwd=ROOT,
                            capture_output=True, text=True, timeout=timeout)
         outs.append((p.stdout + p.stderr).rstrip("\n"))
     return outs
@@ -162,21 +240,25 @@ def _split(out: str, n: int) -> list[str]:
 
 
 def run_gdb(version: str, commands: list[str], core: Path | None = None, pid: int | None = None,
-            timeout: float = 600) -> list[str]:
+            timeout: float = 600, binary: Path | None = None,
+            no_binary: bool = False, merged: bool = False) -> list[str]:
     args = [GDB, "-nx", "-q", "-batch", "-ex", "set pagination off", "-ex", "set width 0",
             "-ex", f"source {ROOT}/plugins/gdb/v8dbg.py"]
     for c in commands:
         args += ["-ex", f"echo {MARK}\\n", "-ex", c]
-    args.append(str(node_binary(version)))
-    if core is not None:
-        args.append(str(core))
+    if no_binary and core is not None:
+        args += ["-c", str(core)]  # `gdb -c core`: no program file
     else:
-        args += ["-p", str(pid)]
+        args.append(str(binary or node_binary(version)))
+        if core is not None:
+            args.append(str(core))
+        else:
+            args += ["-p", str(pid)]
     for _ in range(2):
         # A failing command is a gdb error, printed on stderr: read both streams as
         # one, in order, so each command's error stays with it.
         p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout, cwd=ROOT)
+                           errors="replace", timeout=timeout, cwd=ROOT)
         out = p.stdout
         if out.count(MARK) >= len(commands):
             break
@@ -184,10 +266,13 @@ def run_gdb(version: str, commands: list[str], core: Path | None = None, pid: in
 
 
 def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: int | None = None,
-             timeout: float = 600) -> list[str]:
+             timeout: float = 600, binary: Path | None = None,
+             no_binary: bool = False, merged: bool = False) -> list[str]:
     args = [LLDB, "--no-lldbinit", "-b"]
     if core is not None:
-        args += ["-c", str(core), str(node_binary(version))]
+        args += ["-c", str(core)]
+        if not no_binary:
+            args.append(str(binary or node_binary(version)))
     else:
         args += ["-p", str(pid)]
     args += ["-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py"]
@@ -195,7 +280,7 @@ def run_lldb(version: str, commands: list[str], core: Path | None = None, pid: i
         # Split the mark so lldb's echo of the command line does not contain it.
         half = len(MARK) // 2
         args += ["-o", f"script print('{MARK[:half]}' + '{MARK[half:]}')", "-o", lldb_each(c)]
-    out = _run_debugger(args, len(commands), timeout)
+    out = _run_debugger(args, len(commands), timeout, merged)
     return _split(out, len(commands))
 
 
@@ -207,7 +292,7 @@ def lldb_each(c: str) -> str:
             "print((r.GetOutput() or '') + (r.GetError() or ''))")
 
 
-def _run_debugger(args: list[str], n: int, timeout: float) -> str:
+def _run_debugger(args: list[str], n: int, timeout: float, merged: bool = False) -> str:
     """Run a debugger; once more if it died before printing every command's mark.
 
     lldb has, rarely and under load, exited with no output at all; that is the
@@ -215,19 +300,49 @@ def _run_debugger(args: list[str], n: int, timeout: float) -> str:
     """
     out = ""
     for _ in range(2):
-        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-        out = p.stdout + "\n" + p.stderr
+        if merged:
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               errors="replace", timeout=timeout, cwd=ROOT)
+            out = p.stdout
+        else:
+            p = subprocess.run(args, capture_output=True, text=True, errors="replace",
+                               timeout=timeout, cwd=ROOT)
+            out = p.stdout + "\n" + p.stderr
         if out.count(MARK) >= n:
             break
     return out
 
 
-def run(frontend: str, version: str, core: Path, commands: list[str]) -> list[str]:
+def run(frontend: str, version: str, core: Path, commands: list[str],
+        binary: Path | None = None, no_binary: bool = False) -> list[str]:
     if frontend == "cli":
-        return run_cli(version, core, commands)
+        return run_cli(version, core, commands, binary=binary, no_binary=no_binary)
     if frontend == "gdb":
-        return run_gdb(version, commands, core=core)
-    return run_lldb(version, commands, core=core)
+        return run_gdb(version, commands, core=core, binary=binary, no_binary=no_binary)
+    return run_lldb(version, commands, core=core, binary=binary, no_binary=no_binary)
+
+
+def run_lldb_session(lines: list[str], timeout: float = 120) -> str:
+    """lldb fed its commands on stdin, as typed: a failing command (a core lldb
+    refuses) does not end the session as it does with -b."""
+    text = "\n".join([f"command script import {ROOT}/plugins/lldb/v8dbg.py", *lines, "quit"])
+    p = subprocess.run([LLDB, "--no-lldbinit"], input=text + "\n", capture_output=True,
+                       text=True, errors="replace", timeout=timeout, cwd=ROOT)
+    return p.stdout + "\n" + p.stderr
+
+
+def aarch64_core(d: Path) -> Path:
+    """The first pages of d/core with its ELF header saying aarch64 (e_machine 183)."""
+    out = d / "core-aarch64"
+    if out.exists():
+        return out
+    with open(d / "core", "rb") as fh:
+        head = bytearray(fh.read(4 << 20))
+    head[18:20] = (183).to_bytes(2, "little")
+    tmp = d / f"core-aarch64.{os.getpid()}"
+    tmp.write_bytes(bytes(head))
+    tmp.rename(out)
+    return out
 
 
 def json_line(text: str, command: str | None = None) -> dict:

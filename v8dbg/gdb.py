@@ -104,8 +104,50 @@ class GdbBackend:
         name = gdb.current_progspace().filename
         if name:
             return name
-        objs = gdb.objfiles()
-        return objs[0].filename if objs else None
+        return self.binary_from_core()
+
+    def binary_from_core(self) -> str | None:
+        """`gdb -c core` with no program: node as the core names it, found as the
+        standalone reader finds it (by build-id, along gdb's sysroot)."""
+        if gdb.current_progspace().filename:
+            return None
+        core = _core_path()
+        if not core:
+            return None
+        from .target.corefile import CoreBackend
+        try:
+            return CoreBackend(core, search=self.search_path()).binary_from_core()
+        except V8DbgError:
+            return None
+
+    def search_path(self):
+        """gdb's own `sysroot` and `solib-search-path`."""
+        from .target.solibs import SearchPath
+        try:
+            return SearchPath.parse(gdb.parameter("sysroot"), gdb.parameter("solib-search-path"))
+        except (gdb.error, RuntimeError):
+            return SearchPath()
+
+    def loaded_file(self, path: str, start: int, build_id: str | None) -> str | None:
+        """The file gdb loaded for a library of the target (after its sysroot
+        and solib-search-path), matched by build-id or by address."""
+        name = None
+        try:
+            name = gdb.solib_name(start)
+        except (gdb.error, RuntimeError):
+            pass
+        for obj in gdb.objfiles():
+            try:
+                fname = obj.filename
+                if not fname or not os.path.isfile(fname) or obj.owner is not None:
+                    continue  # a separate debug file holds no unwind tables
+                if build_id and obj.build_id == build_id:
+                    return fname
+                if name and obj.username == name:
+                    return fname
+            except (gdb.error, RuntimeError):
+                continue
+        return None
 
     def pid(self) -> int | None:
         return self.inferior.pid or None

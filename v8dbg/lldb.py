@@ -34,6 +34,7 @@ class LldbBackend:
         self.target = _target()
         self.process = self.target.GetProcess()
         if not self.process.IsValid():
+            _check_cores_named()
             raise V8DbgError("no process: attach to a node process or load a core first")
         self._maps = None
 
@@ -43,7 +44,7 @@ class LldbBackend:
 
     def identity(self):
         return (self.target.GetExecutable().fullpath, self.process.GetProcessID(),
-                self.process.GetPluginName())
+                self.process.GetPluginName(), self.target.GetNumModules())
 
     def read(self, address: int, size: int) -> bytes:
         err = lldb.SBError()
@@ -133,7 +134,48 @@ class LldbBackend:
         return out
 
     def executable(self) -> str | None:
-        return self.target.GetExecutable().fullpath
+        return self.target.GetExecutable().fullpath or self._core_binary()
+
+    def _core_binary(self) -> str | None:
+        """node as the core names it, found as the standalone reader finds it."""
+        if self.live:
+            return None
+        core = _find_core_file(self.process.GetProcessID())
+        if not core:
+            return None
+        from .target.corefile import CoreBackend
+        try:
+            return CoreBackend(core).binary_from_core()
+        except V8DbgError:
+            return None
+
+    def binary_from_core(self) -> str | None:
+        """The node file, when lldb took it from the core (`lldb -c core`) rather
+        than from the command line."""
+        exe = self.target.GetExecutable().fullpath
+        if not exe:
+            return self._core_binary()
+        given = {os.path.realpath(a) for a in _cmdline()}
+        if os.path.realpath(exe) in given or self.live:
+            return None
+        return exe
+
+    def loaded_file(self, path: str, start: int, build_id: str | None) -> str | None:
+        """The file of a module lldb has for a library of the target (`target
+        modules add FILE` puts one there), matched by build-id or by address."""
+        want = (build_id or "").lower()
+        by_addr = self.target.ResolveLoadAddress(start).GetModule()
+        for i in range(self.target.GetNumModules()):
+            m = self.target.GetModuleAtIndex(i)
+            fpath = m.GetFileSpec().fullpath
+            if not fpath or not os.path.isfile(fpath):
+                continue
+            uuid = (m.GetUUIDString() or "").replace("-", "").lower()
+            if want and uuid == want:
+                return fpath
+            if not want and by_addr.IsValid() and m == by_addr:
+                return fpath
+        return None
 
     def pid(self) -> int | None:
         return self.process.GetProcessID() or None
@@ -194,6 +236,38 @@ def _find_core_file(pid: int) -> str | None:
     return None
 
 
+def _check_cores_named() -> None:
+    """lldb refuses a core of another architecture without saying why: name it."""
+    from .target.elf import check_architecture
+    for arg in _cmdline()[1:] + _history_words():
+        path = os.path.abspath(arg)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(18)
+        except OSError:
+            continue
+        if head[:4] == b"\x7fELF" and len(head) == 18 and head[16] == 4:  # ET_CORE
+            check_architecture(path)
+
+
+def _history_words() -> list[str]:
+    """Words of the commands typed in this session (a `target create --core`
+    that lldb refused leaves no target to ask)."""
+    try:
+        res = lldb.SBCommandReturnObject()
+        lldb.debugger.GetCommandInterpreter().HandleCommand("session history", res)
+        text = res.GetOutput() or ""
+    except Exception:
+        return []
+    words: list[str] = []
+    for line in text.splitlines()[-200:]:
+        try:
+            words.extend(shlex.split(line.split(":", 1)[-1]))
+        except ValueError:
+            continue
+    return words
+
+
 def _cmdline() -> list[str]:
     try:
         with open("/proc/self/cmdline", "rb") as fh:
@@ -223,7 +297,8 @@ _backend: list = []
 def _factory():
     t = _target()
     p = t.GetProcess()
-    key = (t.GetExecutable().fullpath, p.GetProcessID(), p.GetStopID())
+    # `target modules add` changes which library files v8dbg should read.
+    key = (t.GetExecutable().fullpath, p.GetProcessID(), p.GetStopID(), t.GetNumModules())
     if not _backend or _backend[0][0] != key:
         _backend[:] = [(key, LldbBackend())]
     return _backend[0][1]

@@ -120,13 +120,22 @@ class Session:
         backend = self._factory()
         key = (id(backend), getattr(backend, "identity", lambda: None)())
         if self._prog is None or self._key != key:
+            _check_core(backend)
             if not self._binary and not backend.executable():
                 raise V8DbgError(self.no_binary)
             prog = Program(backend, self._binary)
             prog.check_binary()
-            from ..v8.metadata import warn_once
+            from ..v8.metadata import note_once, warn_once
+            taken = _binary_from_core(backend) if not self._binary else None
+            if taken:
+                note_once(f"node binary {taken}, as the core names it")
             if prog.md.unsupported:
                 warn_once(prog.md.unsupported)
+            if prog.binary.section(".symtab") is None:
+                warn_once(f"{prog.binary.path} is stripped (it has no .symtab): names come "
+                          "from .dynsym only, so V8's builtins show as <builtin> and node's "
+                          "and V8's internal C++ functions as ??; JavaScript frames are "
+                          "unaffected")
             cut = _truncation(backend)
             if cut:
                 warn_once(cut)
@@ -189,6 +198,28 @@ class Session:
         if want_json:
             return json.dumps(res.data, separators=(", ", ": "), ensure_ascii=False), True
         return printable(res.text), True
+
+
+def _check_core(backend: Backend) -> None:
+    """A debugger may load a core of another architecture as if it were x86-64."""
+    fn = getattr(backend, "core_file", None)
+    if fn is None or getattr(backend, "kind", "") == "core":
+        return
+    try:
+        path = fn()
+    except Exception:
+        path = None
+    if path:
+        from ..target.elf import check_architecture
+        check_architecture(path)
+
+
+def _binary_from_core(backend: Backend) -> str | None:
+    fn = getattr(backend, "binary_from_core", None)
+    try:
+        return fn() if fn is not None else None
+    except Exception:
+        return None
 
 
 def _running(backend: Backend) -> bool:

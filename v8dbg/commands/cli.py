@@ -72,6 +72,12 @@ def _target_options() -> argparse.ArgumentParser:
     g.add_argument("--binary", metavar="NODE",
                    help="the node binary that ran (default: the file the core names; "
                         "a note says which)")
+    g.add_argument("--sysroot", metavar="DIR",
+                   help="look for the libraries the core names under DIR, as gdb's `set "
+                        "sysroot` (a core from another machine)")
+    g.add_argument("--solib-path", metavar="DIR[:DIR...]",
+                   help="also look for those libraries, by file name and build-id, in "
+                        "these directories (gdb's solib-search-path)")
     g.add_argument("--debug", action="store_true",
                    help="say where in v8dbg each undecodable frame or value was found "
                         "out (also V8DBG_DEBUG=1)")
@@ -128,14 +134,17 @@ def _take(argv: list[str], flag: str) -> tuple[str | None, list[str]]:
     return value, out
 
 
+_TARGET_FLAGS = ("--core", "--binary", "--sysroot", "--solib-path")
+
+
 def _hoist_target_options(argv: list[str]) -> list[str]:
     """`v8dbg --core CORE jsstack` means `v8dbg jsstack --core CORE`."""
     lead: list[str] = []
     i = 0
-    while i < len(argv) and argv[i] in ("--core", "--binary") and i + 1 < len(argv):
+    while i < len(argv) and argv[i] in _TARGET_FLAGS and i + 1 < len(argv):
         lead += argv[i:i + 2]
         i += 2
-    while i < len(argv) and (argv[i].startswith("--core=") or argv[i].startswith("--binary=")):
+    while i < len(argv) and argv[i].split("=", 1)[0] in _TARGET_FLAGS and "=" in argv[i]:
         lead.append(argv[i])
         i += 1
     return argv[i:] + lead if lead else argv
@@ -199,6 +208,8 @@ def _main(argv: list[str], prog: str) -> int:
     cmd = commands[name]
     core = getattr(args, "core", None)
     binary = getattr(args, "binary", None)
+    sysroot = getattr(args, "sysroot", None)
+    solib_path = getattr(args, "solib_path", None)
     if cmd.needs_program:
         if not core:
             subs[name].error("--core CORE is required (and --binary NODE, unless the core "
@@ -206,26 +217,30 @@ def _main(argv: list[str], prog: str) -> int:
         problem = core_file_problem(core)
         if problem:
             raise V8DbgError(problem)
+        for flag, value in (("--sysroot", sysroot), ("--solib-path", solib_path)):
+            for d in (value or "").split(":") if flag == "--solib-path" else [value]:
+                if d and not os.path.isdir(d):
+                    subs[name].error(f"{flag}: {d} is not a directory")
         if binary and not os.path.isfile(binary):
             raise V8DbgError(f"node binary {binary} not found"
                              + (" (it is a directory)" if os.path.isdir(binary) else ""))
-    _, rest = _take(argv[1:], "--core")
-    _, rest = _take(rest, "--binary")
+    rest = argv[1:]
+    for flag in ("--core", "--binary", "--sysroot", "--solib-path"):
+        _, rest = _take(rest, flag)
 
     backend_box: list = []
 
     def factory():
         if not backend_box:
             from ..target.corefile import CoreBackend
-            backend = CoreBackend(core, binary)  # type: ignore[arg-type]
-            if not binary:
+            from ..target.solibs import SearchPath
+            backend = CoreBackend(core, binary, SearchPath.parse(sysroot, solib_path))  # type: ignore[arg-type]
+            if not binary and not backend.binary_from_core():
                 exe = backend.executable()
-                if exe and not os.path.isfile(exe):
-                    raise V8DbgError(f"the core names {exe} as the program that ran, and it "
-                                     "is not on this machine: pass --binary NODE")
                 if exe:
-                    print(f"v8dbg: note: node binary {exe}, as the core names it "
-                          "(--binary NODE to use another)", file=sys.stderr)
+                    raise V8DbgError(f"the core names {exe} as the program that ran, and no "
+                                     "such node (by build-id) is on this machine or under "
+                                     "--sysroot / --solib-path: pass --binary NODE")
             backend_box.append(backend)
         return backend_box[0]
 

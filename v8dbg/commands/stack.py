@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 
 from .. import errors
-
+from ..errors import V8DbgError
+from ..program import Program
+from ..stack import segments
+from ..stack.frames import Frame, StackDecoder
+from ..target.backend import ThreadInfo
+from ..v8.metadata import warn_once
 from ..values import preview
 from .base import Result, Session, command, hexaddr
-from ..errors import V8DbgError
-from ..stack.frames import Frame, StackDecoder
-from ..program import Program
-from ..target.backend import ThreadInfo
 
 
 MAX_THREADS = 4096
@@ -35,7 +36,13 @@ def pick_thread(prog: Program, tid: int | None) -> ThreadInfo:
 
 
 def thread_frames(prog: Program, thread: ThreadInfo) -> list[Frame]:
-    return prog.stack.frames_of(thread, errors.DEBUG)
+    frames = prog.stack.frames_of(thread, errors.DEBUG)
+    recovery = prog.stack.recoveries.get(thread.tid)
+    if recovery is not None:
+        msg = segments.loss_message(prog, recovery)
+        if msg:
+            warn_once(msg)
+    return frames
 
 
 def frame_json(dec: StackDecoder, fr: Frame, verbose: bool) -> dict:

@@ -19,6 +19,7 @@ from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
 from ..target.backend import Registers, ThreadInfo
 from ..target.unwind import MachineFrame, walk
 from .jit import JitFrames
+from . import segments
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -31,6 +32,7 @@ INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolin
                         "BaselineOrInterpreterEnterAtBytecode",
                         "BaselineOrInterpreterEnterAtNextBytecode", "NotifyDeoptimized")
 
+UNNAMED_BUILTIN = "<builtin>"  # a builtin whose name the binary does not carry
 MAX_ARGS = 256
 MAX_PROTOTYPES = 16
 
@@ -85,6 +87,9 @@ class StackDecoder:
         self.jit = JitFrames(self)
         # Each thread's frames, per debug mode (notes on undecodable frames say more there).
         self._threads: dict[tuple[int, bool], list[Frame]] = {}
+        self.recovery: segments.Recovery | None = None
+        # What the last decode of each thread found out of V8's own thread state.
+        self.recoveries: dict[int, segments.Recovery | None] = {}
 
     # -- classification --------------------------------------------------
 
@@ -108,10 +113,13 @@ class StackDecoder:
             raise V8DbgError(f"no registers for thread {thread.tid}")
         frames = self.decode(thread.regs)
         self._threads[key] = frames
+        self.recoveries[thread.tid] = self.recovery
         return frames
 
     def decode(self, regs: Registers, limit: int = 4096) -> list[Frame]:
         machine = walk(self.prog, regs, limit)
+        # JS segments the native walk missed come from V8's thread state.
+        machine, self.recovery = segments.complete(self.prog, regs, machine, limit)
         out: list[Frame] = []
         for depth, mf in enumerate(machine):
             out.extend(self._decode_one(mf, len(out), depth > 0))
@@ -130,6 +138,10 @@ class StackDecoder:
         sym = prog.symbolize(mf.pc - 1 if caller and mf.native else mf.pc)
         base = Frame(index, "native", mf.pc, mf.fp, mf.sp,
                      symbol=sym.name if sym else None, module=sym.module if sym else None)
+        if sym is None and mf.native is False and prog.module_for(mf.pc) is not None:
+            lm = prog.module_for(mf.pc)
+            if lm is not None and lm.elf is None:
+                base.module = lm.path.rsplit("/", 1)[-1]  # a library missing here
         if mf.native:
             return [base]
         builtin = prog.builtin_at(mf.pc)
@@ -168,6 +180,11 @@ class StackDecoder:
             if not self.f.is_function(fn):
                 return None
             sfi = self.f.shared(fn)
+            # An API callback (a FunctionTemplate's C++ function) called through
+            # HandleApiCall: V8's stack traces leave it out.
+            data = self.f.function_data(sfi)
+            if self.h.is_heap(data) and self.h.is_type(data, "FUNCTION_TEMPLATE_INFO_TYPE"):
+                return None
         except (DecodeError, TargetMemoryError, V8DbgError):
             return None
         base.kind = "js"
@@ -190,6 +207,8 @@ class StackDecoder:
         self._receiver_args(fr, sfi)
         fr.function = self.display_name(fn, sfi, fr.receiver)
         script = self.f.script(sfi)
+        if builtin == UNNAMED_BUILTIN and self._interpreted(mf.fp):
+            builtin = "InterpreterEntryTrampoline"  # a stripped binary names no builtin
         if builtin is not None and builtin not in INTERPRETER_BUILTINS \
                 and not builtin.endswith("Handler"):
             # A JS builtin (Array.prototype.map, ...): no script position.
@@ -212,6 +231,16 @@ class StackDecoder:
             return [fr]
         # JIT code on the heap: baseline, Maglev or TurboFan.
         return self.jit.frames(mf, fr, fn, sfi, script)
+
+    def _interpreted(self, fp: int) -> bool:
+        """An interpreter frame keeps a BytecodeArray and a Smi offset in its slots."""
+        try:
+            bc = self.prog.mem.u64(fp + self.off_bc_array)
+            raw = self.prog.mem.u64(fp + self.off_bc_offset)
+            return self.h.is_heap(bc) and self.h.is_type(bc, "BYTECODE_ARRAY_TYPE") \
+                and self.h.is_smi(raw)
+        except (DecodeError, TargetMemoryError, V8DbgError):
+            return False
 
     def display_name(self, fn: int, sfi: int, receiver: int | None = None) -> str:
         """The name V8's stack traces give a function.

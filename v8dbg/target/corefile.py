@@ -12,9 +12,11 @@ import os
 import struct
 from dataclasses import dataclass
 
-from .elf import PT_LOAD, PT_NOTE, ElfFile, find_build_id, parse_notes
 from ..errors import TargetMemoryError, V8DbgError
 from .backend import Mapping, Registers, ThreadInfo
+from .elf import PT_LOAD, PT_NOTE, ElfFile, parse_notes
+from .elf import build_id_from_header as _build_id_from_header
+from .solibs import SearchPath, locate
 
 NT_PRSTATUS = 1
 NT_PRPSINFO = 3
@@ -39,7 +41,9 @@ class CoreBackend:
     kind = "core"
     live = False
 
-    def __init__(self, core_path: str, binary_path: str | None = None) -> None:
+    def __init__(self, core_path: str, binary_path: str | None = None,
+                 search: SearchPath | None = None) -> None:
+        self.search = search or SearchPath()
         self.elf = ElfFile(core_path)
         if self.elf.e_type != ET_CORE:
             raise V8DbgError(f"{core_path} is not a core file (ELF type {self.elf.e_type})")
@@ -124,7 +128,21 @@ class CoreBackend:
         return self.mappings_raw[0].path if self.mappings_raw else None
 
     def executable(self) -> str | None:
-        return self.binary_path or self._main_path()
+        return self._binary() or self._main_path()
+
+    def _binary(self) -> str | None:
+        return self.binary_path or self.binary_from_core()
+
+    def search_path(self) -> SearchPath:
+        return self.search
+
+    def binary_from_core(self) -> str | None:
+        """With no --binary: the node file for the core's executable (checked by
+        build-id, found along the search path), or None when there is none."""
+        main = self._main_path()
+        if self.binary_path or not main:
+            return None
+        return self._file_path(main)
 
     def regions(self) -> list[tuple[int, int]]:
         """[start, end) of the memory the core holds (its PT_LOAD contents)."""
@@ -132,9 +150,10 @@ class CoreBackend:
 
     def mappings(self) -> list[Mapping]:
         main = self._main_path()
+        exe = self._binary()
         out = []
         for m in self.mappings_raw:
-            path = self.binary_path if (self.binary_path and m.path == main) else m.path
+            path = exe if (exe and m.path == main) else m.path
             out.append(Mapping(m.start, m.end, m.offset, path))
         return out
 
@@ -142,17 +161,15 @@ class CoreBackend:
         if path in self._files:
             return self._files[path]
         elf = None
-        if path.startswith("/") and os.path.isfile(path):
-            try:
-                cand = ElfFile(path)
-                # Only trust a file whose build-id matches what was mapped.
-                want = self.mapped_build_id(path)
-                if want is None or want == cand.build_id:
-                    elf = cand
-            except V8DbgError:
-                elf = None
+        if path.startswith("/"):
+            # Only trust a file whose build-id matches what was mapped.
+            elf = locate(path, self.mapped_build_id(path), self.search).elf
         self._files[path] = elf
         return elf
+
+    def _file_path(self, path: str) -> str | None:
+        elf = self._file(path)
+        return elf.path if elf is not None else None
 
     def mapped_build_id(self, path: str) -> str | None:
         """The build-id in the ELF header page the kernel dumped for `path`."""
@@ -249,21 +266,3 @@ def core_mappings(core_path: str) -> list[Mapping]:
         return CoreBackend(core_path).mappings()
     except V8DbgError:
         return []
-
-
-def _build_id_from_header(head: bytes) -> str | None:
-    """Find the GNU build-id note through the program headers of an ELF header page."""
-    if head[:4] != b"\x7fELF":
-        return None
-    phoff = struct.unpack_from("<Q", head, 32)[0]
-    phnum = struct.unpack_from("<H", head, 56)[0]
-    for i in range(min(phnum, 64)):
-        o = phoff + i * 56
-        if o + 56 > len(head):
-            break
-        p_type, _f, p_offset, _v, _p, p_filesz = struct.unpack_from("<IIQQQQ", head, o)
-        if p_type == PT_NOTE and p_offset + p_filesz <= len(head):
-            bid = find_build_id(head[p_offset:p_offset + p_filesz])
-            if bid:
-                return bid
-    return None

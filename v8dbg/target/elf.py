@@ -25,6 +25,19 @@ SHT_DYNSYM = 11
 STT_FUNC = 2
 STT_OBJECT = 1
 NT_GNU_BUILD_ID = 3
+EM_X86_64 = 62
+_MACHINES = {3: "x86 (i386)", 8: "MIPS", 20: "PowerPC", 21: "PowerPC64", 22: "s390x",
+             40: "ARM (32-bit)", 43: "SPARC v9", 62: "x86-64", 183: "aarch64 (ARM64)",
+             243: "RISC-V", 258: "LoongArch"}
+
+
+def architecture(head: bytes) -> str:
+    """The machine an ELF header (its first 20 bytes) is for, in words."""
+    bits = {1: "32-bit", 2: "64-bit"}.get(head[4], "unknown-class")
+    order = {1: "little-endian", 2: "big-endian"}.get(head[5], "unknown-endian")
+    machine = struct.unpack_from("<H" if head[5] != 2 else ">H", head, 18)[0]
+    name = _MACHINES.get(machine, f"machine {machine}")
+    return f"a {bits} {order} {name} ELF file (e_machine {machine})"
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,38 @@ def find_build_id(data: bytes) -> str | None:
     return None
 
 
+def build_id_from_header(head: bytes) -> str | None:
+    """Find the GNU build-id note through the program headers of an ELF header page."""
+    if head[:4] != b"\x7fELF":
+        return None
+    phoff = struct.unpack_from("<Q", head, 32)[0]
+    phnum = struct.unpack_from("<H", head, 56)[0]
+    for i in range(min(phnum, 64)):
+        o = phoff + i * 56
+        if o + 56 > len(head):
+            break
+        p_type, _f, p_offset, _v, _p, p_filesz = struct.unpack_from("<IIQQQQ", head, o)
+        if p_type == PT_NOTE and p_offset + p_filesz <= len(head):
+            bid = find_build_id(head[p_offset:p_offset + p_filesz])
+            if bid:
+                return bid
+    return None
+
+
+def check_architecture(path: str) -> None:
+    """Refuse, in one line, a file that is not an x86-64 ELF file."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(20)
+    except OSError:
+        return
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return
+    if head[4] != 2 or head[5] != 1 or struct.unpack_from("<H", head, 18)[0] != EM_X86_64:
+        raise V8DbgError(f"{path} is {architecture(head)}: v8dbg reads only x86-64 "
+                         "(little-endian, 64-bit) binaries and cores")
+
+
 class ElfFile:
     """A mapped ELF64 little-endian file (executable or shared object)."""
 
@@ -88,8 +133,11 @@ class ElfFile:
         finally:
             os.close(fd)
         m = self._map
-        if m[:4] != b"\x7fELF" or m[4] != 2 or m[5] != 1:
-            raise V8DbgError(f"{path} is not a 64-bit little-endian ELF file")
+        if m[:4] != b"\x7fELF":
+            raise V8DbgError(f"{path} is not an ELF file")
+        if m[4] != 2 or m[5] != 1 or struct.unpack_from("<H", m, 18)[0] != EM_X86_64:
+            raise V8DbgError(f"{path} is {architecture(bytes(m[:20]))}: v8dbg reads only "
+                             "x86-64 (little-endian, 64-bit) binaries and cores")
         (self.e_type, self.e_machine) = struct.unpack_from("<HH", m, 16)
         (self.e_phoff, self.e_shoff) = struct.unpack_from("<QQ", m, 32)
         (self.e_phentsize, self.e_phnum, self.e_shentsize, self.e_shnum,

@@ -15,6 +15,7 @@ from ..errors import TargetMemoryError, V8DbgError
 from .backend import Backend, Memory
 from .cfi import CfiTable
 from .corefile import _build_id_from_header
+from . import solibs
 from .elf import ElfFile, open_elf
 from .symbols import demangle
 
@@ -29,6 +30,7 @@ class LoadedModule:
     path: str
     elf: ElfFile | None
     _cfi: dict = field(default_factory=dict)
+    found: solibs.Found | None = None  # how the file was found, or why it was not
 
     @property
     def cfi(self) -> CfiTable | None:
@@ -93,25 +95,24 @@ class Target:
             except Exception:
                 listed = []
             exe_real = os.path.realpath(self.binary.path)
-            elves: dict[str, ElfFile | None] = {}
+            elves: dict[str, solibs.Found] = {}
             have_main = False
+            main_path = self.backend.executable()
             for m in listed:
                 if not m.path.startswith("/"):
                     continue
-                if m.path == self.binary.path or os.path.realpath(m.path) == exe_real:
+                found = None
+                if m.path in (self.binary.path, main_path) or os.path.realpath(m.path) == exe_real:
                     elf: ElfFile | None = self.binary
                     have_main = True
-                elif m.path in elves:
-                    elf = elves[m.path]
                 else:
-                    elf = None
-                    if os.path.isfile(m.path):
-                        try:
-                            elf = open_elf(m.path)
-                        except V8DbgError:
-                            elf = None
-                    elves[m.path] = elf
-                mods.append(LoadedModule(m.start, m.end, m.offset, m.path, elf))
+                    if m.path not in elves:
+                        elves[m.path] = solibs.locate_mapped(self.backend, self.mem, listed, m.path)
+                    found = elves[m.path]
+                    elf = found.elf
+                    if elf is not None and elf.build_id and elf.build_id == self.binary.build_id:
+                        elf, found, have_main = self.binary, None, True
+                mods.append(LoadedModule(m.start, m.end, m.offset, m.path, elf, found=found))
             if not have_main:
                 # Non-PIE node with no mapping list: the image sits at its link address.
                 for seg in self.binary.segments:

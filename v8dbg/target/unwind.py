@@ -27,7 +27,10 @@ class MachineFrame:
     native: bool  # unwound through CFI (C/C++); else a V8 or unknown frame
 
 
-def walk(prog: Target, regs: Registers, limit: int = MAX_FRAMES) -> list[MachineFrame]:
+def walk(prog: Target, regs: Registers, limit: int = MAX_FRAMES,
+         caller: bool = False) -> list[MachineFrame]:
+    """`caller`: regs.rip is a return address (a frame found on the stack),
+    so its unwind rule is looked up at the call, as for every outer frame."""
     mem = prog.mem
     pc, sp, fp = regs.rip, regs.rsp, regs.rbp
     frames: list[MachineFrame] = []
@@ -39,7 +42,7 @@ def walk(prog: Target, regs: Registers, limit: int = MAX_FRAMES) -> list[Machine
         lm = prog.module_for(pc)
         rule = None
         if lm is not None and prog.builtin_at(pc) is None and lm.cfi is not None:
-            link = lm.link_address(pc - (1 if depth else 0))
+            link = lm.link_address(pc - (1 if depth or caller else 0))
             rule = lm.cfi.rule_at(link) if link is not None else None
         if rule is not None and rule.cfa_reg in (RSP, RBP):
             frames.append(MachineFrame(pc, sp, fp, True))

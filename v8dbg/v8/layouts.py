@@ -35,6 +35,11 @@ COMMON: dict[str, Any] = {
         # A NativeContext is its slots plus raw words after them (the microtask
         # queue pointer): its size is 2 + length + this many words.
         "NativeContextExtraWords": 1,
+        # Frames, x64 (checked in cores of every line): an exit frame keeps the
+        # caller's sp at fp-16, whose word below is the return address into the
+        # builtin; an entry frame saves the c_entry_fp of the segment below it.
+        "ExitFrameSpOffset": -16,
+        "EntryFrameNextExitFp": -64,
     },
     "fields": {
         ("Script", "line_offset"): 24,
@@ -404,6 +409,26 @@ for _key, (_base, _consts, _fields) in _BETWEEN.items():
                    if not (n.startswith("type_") and n[5:] in _DERIVED_TYPES)} | _consts,
         "fields": dict(VERSIONS[_base]["fields"]) | _fields,
     }
+
+
+# V8's per-thread state, found from a Heap (both are members of the Isolate):
+# IsolateHeap is the offset of Isolate::heap_, IsolateThreadLocalTop that of the
+# ThreadLocalTop (inside IsolateData from 11.3); Top* are offsets inside the
+# ThreadLocalTop of isolate_ (a pointer back to the Isolate, which checks
+# the other two), c_entry_fp_ (the innermost exit frame's fp), handler_ and
+# js_entry_sp_ (the outermost entry frame's fp). Measured in cores of each line.
+_TOP_OLD = dict(TopIsolate=8, TopCEntryFp=120, TopHandler=128, TopJsEntrySp=152)
+_TOP_NEW = dict(TopIsolate=96, TopCEntryFp=0, TopHandler=136, TopJsEntrySp=152)
+_THREAD_TOP: dict[tuple[int, int], dict[str, int]] = {
+    (10, 2): dict(_TOP_OLD, IsolateHeap=50744, IsolateThreadLocalTop=17600),
+    (11, 3): dict(_TOP_OLD, IsolateHeap=53952, IsolateThreadLocalTop=264),
+    (12, 4): dict(_TOP_NEW, IsolateHeap=56992, IsolateThreadLocalTop=272),
+    (13, 6): dict(_TOP_NEW, IsolateHeap=61432, IsolateThreadLocalTop=320),
+    (14, 6): dict(_TOP_NEW, IsolateHeap=62400, IsolateThreadLocalTop=328),
+}
+for _key, _extra in _THREAD_TOP.items():
+    for _name, _value in _extra.items():
+        VERSIONS[_key]["consts"].setdefault(_name, _value)
 
 SUPPORTED = sorted(VERSIONS)
 

@@ -20,7 +20,7 @@ _SYMBOL_PATTERN = (rb"(?:v8dbg|nodedbg)_[A-Za-z0-9_]+"
                    rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch)_E"
                    rb"|v8_Default_embedded_blob_code_(?:data_|size_)?")
 _BLOB = "v8_Default_embedded_blob_code_"
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
 
 
 @dataclass
@@ -186,6 +186,12 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]]:
     size_at = syms.get(_BLOB + "size_")
     if size_at is not None and binary.read(size_at, 4):
         raw["EmbeddedBlobCodeSize"] = struct.unpack("<I", binary.read(size_at, 4) or b"\0" * 4)[0]
+    if "EmbeddedBlobCodeStart" not in raw and binary.section(".symtab") is None:
+        # A stripped binary: the builtins are the code without unwind tables.
+        from .cfi import largest_uncovered
+        span = largest_uncovered(binary)
+        if span is not None:
+            raw["EmbeddedBlobCodeStart"], raw["EmbeddedBlobCodeSize"] = span[0], span[1] - span[0]
     for name, addr in syms.items():
         if name.startswith(_BLOB):
             continue
@@ -214,3 +220,12 @@ def warn_once(message: str, again: bool = False) -> None:
         return
     _warned.add(message)
     print(f"v8dbg: warning: {message}", file=sys.stderr)
+
+
+def note_once(message: str) -> None:
+    """An informational line, once per process, to stderr."""
+    key = "note:" + message
+    if key in _warned:
+        return
+    _warned.add(key)
+    print(f"v8dbg: note: {message}", file=sys.stderr)

@@ -1,0 +1,400 @@
+"""JavaScript stack segments from V8's own thread-local state.
+
+A thread's JavaScript runs in segments: C++ enters JS through an entry frame,
+and JS calls back into C++ through an exit frame. V8 keeps, per isolate, the
+fp of the innermost exit frame (`c_entry_fp`) and of the outermost entry
+frame (`js_entry_sp`); each entry frame saves the `c_entry_fp` of the segment
+below it. Following that chain finds every JS frame from memory alone, so a
+stack whose native frames cannot be unwound (a library missing on this
+machine) still shows all of its JavaScript.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import TargetMemoryError, V8DbgError
+from ..heap import census
+from ..target.backend import Registers
+from ..target.unwind import MachineFrame, walk
+
+if TYPE_CHECKING:
+    from ..program import Program
+
+MAX_SEGMENTS = 256
+MAX_FRAMES_PER_SEGMENT = 8192
+SEARCH_BYTES = 256 << 10  # below a Heap, where its Isolate's ThreadLocalTop may lie
+
+
+@dataclass
+class ThreadTop:
+    """One isolate's thread-local stack state."""
+
+    isolate: int
+    heap: int
+    c_entry_fp: int
+    js_entry_sp: int
+    handler: int
+    exits: list[int] = field(default_factory=list)  # exit-frame fps, innermost first
+
+
+def _words(prog: Program, top: int) -> tuple[int, int, int, int]:
+    md, mem = prog.md, prog.mem
+    return (mem.u64(top + md.const("TopIsolate")), mem.u64(top + md.const("TopCEntryFp")),
+            mem.u64(top + md.const("TopJsEntrySp")), mem.u64(top + md.const("TopHandler")))
+
+
+def _plausible(c_entry_fp: int, js_entry_sp: int) -> bool:
+    if c_entry_fp & 7 or js_entry_sp & 7:
+        return False
+    if c_entry_fp and js_entry_sp and not c_entry_fp < js_entry_sp:
+        return False
+    return not (c_entry_fp and not js_entry_sp)
+
+
+def _top_of(prog: Program, heap: int) -> ThreadTop | None:
+    """The ThreadLocalTop of the isolate owning `heap`, checked by its pointer back."""
+    md = prog.md
+    try:
+        iso = heap - md.const("IsolateHeap")
+        top = iso + md.const("IsolateThreadLocalTop")
+        back, cef, jes, handler = _words(prog, top)
+        if back == iso and _plausible(cef, jes):
+            return ThreadTop(iso, heap, cef, jes, handler)
+    except (TargetMemoryError, V8DbgError):
+        pass
+    return _search_top(prog, heap)
+
+
+def _search_top(prog: Program, heap: int) -> ThreadTop | None:
+    """Find the ThreadLocalTop near the Heap by its isolate_ pointer, when the
+    table's Isolate offsets do not hold (a release that moved members). A
+    candidate must hold an outermost entry frame on some thread's stack."""
+    md = prog.md
+    try:
+        off_iso = md.const("TopIsolate")
+    except V8DbgError:
+        return None
+    stacks = _thread_stacks(prog)
+    if not stacks:
+        return None
+
+    def on_stack(a: int) -> bool:
+        return any(lo <= a < hi for lo, hi in stacks)
+
+    import struct
+    page = 4096
+    lo = (heap - SEARCH_BYTES) & ~(page - 1)
+    for base in range(heap & ~(page - 1), lo - page, -page):
+        try:
+            data = prog.mem.read(base, page)
+        except TargetMemoryError:
+            continue
+        for i, w in enumerate(struct.unpack(f"<{page // 8}Q", data)):
+            top = base + 8 * i - off_iso
+            # isolate_ points back to the Isolate, which starts below its ThreadLocalTop.
+            if not lo <= w < top or top - w > SEARCH_BYTES:
+                continue
+            try:
+                back, cef, jes, handler = _words(prog, top)
+            except TargetMemoryError:
+                continue
+            if back == w and jes and _plausible(cef, jes) and on_stack(jes) \
+                    and (not cef or on_stack(cef)):
+                return ThreadTop(w, heap, cef, jes, handler)
+    return None
+
+
+def _thread_stacks(prog: Program) -> list[tuple[int, int]]:
+    """[sp, end of its mapping) of each thread with registers."""
+    out = []
+    try:
+        threads = prog.backend.threads()
+    except Exception:
+        return out
+    for t in threads[:4096]:
+        regs = t.regs
+        if regs is None or not regs.rsp:
+            continue
+        end = _stack_end(prog, regs.rsp)
+        if end is not None:
+            out.append((regs.rsp, end))
+    return out
+
+
+def thread_tops(prog: Program) -> list[ThreadTop]:
+    """Every isolate's ThreadLocalTop with its chain of exit frames (cached)."""
+    cached = prog.cache.get("thread_tops")
+    if isinstance(cached, list):
+        return cached
+    out: list[ThreadTop] = []
+    try:
+        heaps = census.find_heaps(prog, census.layout(prog))
+    except (TargetMemoryError, V8DbgError):
+        heaps = {}
+    for heap in sorted(heaps):
+        t = _top_of(prog, heap)
+        if t is not None:
+            t.exits = exit_chain(prog, t.c_entry_fp)
+            out.append(t)
+    prog.cache["thread_tops"] = out
+    return out
+
+
+def _entry_types(prog: Program) -> set[int]:
+    return {v for k, v in prog.md.consts.items()
+            if k in ("frametype_EntryFrame", "frametype_ConstructEntryFrame")}
+
+
+def exit_chain(prog: Program, c_entry_fp: int) -> list[int]:
+    """The fp of each segment's exit frame, innermost first: from an exit
+    frame, the fp chain leads through JS frames to the entry frame, which
+    saved the next segment's c_entry_fp."""
+    md, mem = prog.md, prog.mem
+    entry = _entry_types(prog)
+    off_marker = md.const("off_fp_context_or_frame_type", md.const("off_fp_context"))
+    next_off = md.const("EntryFrameNextExitFp")
+    out: list[int] = []
+    e = c_entry_fp
+    while e and len(out) < MAX_SEGMENTS and (not out or e > out[-1]):
+        out.append(e)
+        fp, nxt = e, 0
+        try:
+            for _ in range(MAX_FRAMES_PER_SEGMENT):
+                up = mem.u64(fp)
+                if up <= fp or up & 7:
+                    break
+                fp = up
+                marker = mem.i64(fp + off_marker)
+                if not marker & 1 and 0 <= marker < 1 << 16 and (marker >> 1) in entry:
+                    nxt = mem.u64(fp + next_off)
+                    break
+        except TargetMemoryError:
+            break
+        if nxt and nxt <= fp:
+            break
+        e = nxt
+    return out
+
+
+def _stack_end(prog: Program, sp: int) -> int | None:
+    regs = census.regions(prog)
+    i = bisect.bisect_right([r[0] for r in regs], sp) - 1
+    if i < 0 or sp >= regs[i][1]:
+        return None
+    return regs[i][1]
+
+
+def top_for(prog: Program, regs: Registers) -> ThreadTop | None:
+    """The isolate running JavaScript on the thread with these registers: the
+    one whose outermost entry frame lies on this thread's stack."""
+    tops = thread_tops(prog)
+    if not tops:
+        return None
+    end = _stack_end(prog, regs.rsp)
+    if end is None:
+        return None
+    for t in tops:
+        if t.js_entry_sp and regs.rsp <= t.js_entry_sp < end:
+            return t
+    return None
+
+
+def exit_frame(prog: Program, fp: int) -> MachineFrame:
+    """The exit frame at fp; its pc is the return address just below the sp it saved."""
+    pc = 0
+    try:
+        sp = prog.mem.u64(fp + prog.md.const("ExitFrameSpOffset"))
+        if sp < fp:
+            pc = prog.mem.u64(sp - 8)
+        else:
+            sp = fp
+    except (TargetMemoryError, V8DbgError):
+        sp = fp
+    return MachineFrame(pc, sp, fp, False)
+
+
+def caller_regs(prog: Program, fp: int) -> Registers | None:
+    try:
+        return Registers(prog.mem.u64(fp + 8), fp + 16, prog.mem.u64(fp))
+    except TargetMemoryError:
+        return None
+
+
+@dataclass
+class Recovery:
+    """What the thread-state walk had to do, for the warning a command prints."""
+
+    lost_at: int | None = None  # pc where native unwinding stopped
+    used: bool = False  # frames were added from V8's thread state
+
+
+def complete(prog: Program, regs: Registers, machine: list[MachineFrame],
+             limit: int) -> tuple[list[MachineFrame], Recovery]:
+    """The machine frames with every JS segment of the thread in place.
+
+    Frames of the native walk are kept up to a frame in a library that is
+    missing here (whatever was unwound past it is a guess), or up to where the
+    walk skipped an exit frame V8 recorded; from there the walk restarts at
+    the next exit frame of V8's chain.
+    """
+    rec = Recovery()
+    lost = _first_lost(prog, machine)
+    try:
+        t = top_for(prog, regs)
+    except (TargetMemoryError, V8DbgError):
+        t = None
+    if t is None or not t.exits:
+        if lost is not None:
+            rec.lost_at = machine[lost].pc
+        return machine, rec
+    pending = list(t.exits)
+    out: list[MachineFrame] = []
+    frames = machine
+    for _ in range(MAX_SEGMENTS + 1):
+        for mf in frames:
+            if pending and mf.sp > pending[0] and not (mf.fp == pending[0] and not mf.native):
+                break  # the walk went past an exit frame without finding it
+            if pending and mf.fp == pending[0] and not mf.native:
+                pending.pop(0)
+            out.append(mf)
+            if len(out) >= limit:
+                return out, rec
+            if _is_lost(prog, mf):
+                if rec.lost_at is None:
+                    rec.lost_at = mf.pc
+                break
+        if not pending:
+            break
+        e = pending.pop(0)
+        rec.used = True
+        ef = exit_frame(prog, e)
+        cr = caller_regs(prog, e)
+        start = out[-1].sp if out else regs.rsp
+        bridge = _bridge(prog, start, ef, regs.rbp) if start < ef.sp else []
+        frames = bridge + [ef] + (walk(prog, cr, limit) if cr is not None else [])
+    return out, rec
+
+
+BRIDGE_SCAN_BYTES = 64 << 10
+BRIDGE_FRAMES = 64
+
+
+def _bridge(prog: Program, lo: int, ef: MachineFrame, rbp: int) -> list[MachineFrame]:
+    """Native frames between where unwinding stopped and an exit frame.
+
+    A stack word that is a return address (just after a call) into code with
+    unwind tables may start a walk; the walk is taken only when it arrives
+    exactly at the exit frame's pc and sp, so a stale word never adds frames.
+    """
+    mem = prog.mem
+    end = min(ef.sp, lo + BRIDGE_SCAN_BYTES)
+    lo = (lo + 7) & ~7
+    try:
+        words = [mem.u64(a) for a in range(lo, end + 16, 8)]
+    except TargetMemoryError:
+        return []
+    calls = [i for i, w in enumerate(words[:(end - lo) // 8]) if _after_call(prog, w)]
+    # Frame bases of code that keeps rbp as a frame pointer: the saved caller's
+    # rbp (further up, at most the exit frame's fp) under a return address.
+    after = set(calls)
+    bases = [lo + 8 * i for i in range(len(words) - 1)
+             if lo + 8 * i < words[i] <= ef.fp and (i + 1 in after or words[i + 1] == ef.pc)]
+    for i in calls:
+        addr = lo + 8 * i
+        if _calls_known_code(prog, words[i]):
+            # The innermost frame found must have called into what could not be
+            # unwound; a direct call to code with unwind tables is a stale word.
+            continue
+        above = [b for b in bases if b > addr][:2]
+        for guess in [rbp] + above:
+            got = _bridge_walk(prog, words[i], addr, guess, ef)
+            if got:
+                return got
+    return []
+
+
+def _bridge_walk(prog: Program, pc: int, addr: int, rbp: int,
+                 ef: MachineFrame) -> list[MachineFrame]:
+    frames = walk(prog, Registers(pc, addr + 8, rbp), BRIDGE_FRAMES, caller=True)
+    for i, mf in enumerate(frames):
+        if mf.pc == ef.pc and mf.sp == ef.sp:
+            got = frames[:i]
+            return got if got and all(f.native for f in got) else []
+        if mf.sp > ef.sp or not mf.native:
+            break
+    return []
+
+
+def _calls_known_code(prog: Program, w: int) -> bool:
+    """True when the call before w goes directly to a function of a module
+    that is here (not through the PLT, not to a library that is missing)."""
+    import struct
+    try:
+        code = prog.mem.read(w - 5, 5)
+    except TargetMemoryError:
+        return False
+    if code[0] != 0xE8:
+        return False  # an indirect call: its target is unknown
+    target = (w + struct.unpack("<i", code[1:])[0]) & ((1 << 64) - 1)
+    lm = prog.module_for(target)
+    if lm is None or lm.elf is None or lm.cfi is None:
+        return False
+    link = lm.link_address(target)
+    if link is None:
+        return False
+    for sec in lm.elf.sections:
+        if sec.name.startswith(".plt") and sec.addr <= link < sec.addr + sec.size:
+            return False
+    return lm.cfi.rule_at(link) is not None
+
+
+def _after_call(prog: Program, w: int) -> bool:
+    """True when w follows a call instruction in code with unwind tables."""
+    lm = prog.module_for(w)
+    if lm is None or lm.elf is None or lm.cfi is None or prog.builtin_at(w) is not None:
+        return False
+    link = lm.link_address(w - 1)
+    if link is None or lm.cfi.rule_at(link) is None:
+        return False
+    try:
+        code = prog.mem.read(w - 7, 7)
+    except TargetMemoryError:
+        return False
+    if code[2] == 0xE8:  # call rel32
+        return True
+    # call r/m64 (ff /2) of 2, 3, 6 or 7 bytes
+    return any(code[7 - n] == 0xFF and (code[8 - n] >> 3) & 7 == 2 for n in (2, 3, 6, 7))
+
+
+def _is_lost(prog: Program, mf: MachineFrame) -> bool:
+    lm = prog.module_for(mf.pc)
+    return lm is not None and lm.elf is None
+
+
+def _first_lost(prog: Program, machine: list[MachineFrame]) -> int | None:
+    for i, mf in enumerate(machine):
+        if _is_lost(prog, mf):
+            return i
+    return None
+
+
+def loss_message(prog: Program, rec: Recovery) -> str | None:
+    """One line naming the library native unwinding could not go through."""
+    if rec.lost_at is None:
+        return None
+    lm = prog.module_for(rec.lost_at)
+    if lm is None:
+        return None
+    found = lm.found
+    if found is not None:
+        bid = f" (build-id {found.want})" if found.want else ""
+        what = f"{lm.path}{bid}, which {found.problem or 'could not be read'}"
+    else:
+        what = f"{lm.path}, which could not be read"
+    js = "; JavaScript frames come from V8's own thread state" if rec.used else ""
+    return (f"native unwinding stops in {what}{js}; for the native frames, point v8dbg at "
+            "the library (--sysroot DIR / --solib-path DIR; gdb: set sysroot / "
+            "set solib-search-path; lldb: target modules add FILE)")

@@ -94,7 +94,8 @@ class GdbBackend:
 
     def regions(self) -> list[tuple[int, int]]:
         """Readable memory: the core's segments, or /proc/PID/maps when live."""
-        from .heap.census import core_regions, proc_regions
+        from .target.backend import proc_regions
+        from .target.corefile import core_regions
         core = _core_path()
         if core:
             return core_regions(core)

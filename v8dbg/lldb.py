@@ -125,7 +125,8 @@ class LldbBackend:
         except Exception:
             out = []
         if not out:
-            from .heap.census import core_regions, proc_regions
+            from .target.backend import proc_regions
+            from .target.corefile import core_regions
             pid = self.process.GetProcessID()
             if self.live:
                 return proc_regions(pid)

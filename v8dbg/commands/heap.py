@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..heap import census, refedges
+from ..v8 import pages
 from ..v8 import slots
 from ..heap.isolates import Isolate, choose, isolates
 from .base import Progress, Result, Session, command, hexaddr
@@ -258,7 +259,7 @@ class _RefFinder:
         out: list[tuple[int, int]] = []
         for p in self._pages:
             try:
-                data = census.bulk(self.prog).read(p.start, p.end - p.start)
+                data = pages.bulk(self.prog).read(p.start, p.end - p.start)
             except Exception:
                 continue
             data = bytes(data)
@@ -276,7 +277,7 @@ class _RefFinder:
                 break
         return out
 
-    def _object_at(self, p: census.Page, addr: int) -> int | None:
+    def _object_at(self, p: pages.Page, addr: int) -> int | None:
         ent = self._starts.get(p.address)
         if ent is None:
             objs = census.object_starts(self.prog, p)

@@ -16,7 +16,7 @@ import bisect
 import struct
 from dataclasses import dataclass, field
 
-from . import census
+from ..v8 import pages
 from ..errors import V8DbgError
 
 if TYPE_CHECKING:
@@ -51,8 +51,8 @@ def isolates(prog: Program) -> list[Isolate]:
     """The target's isolates: the main thread's first, then by their threads' ids."""
     if prog.heap_state.isolates is not None:
         return prog.heap_state.isolates
-    lay = census.layout(prog)
-    heaps = census.find_heaps(prog, lay)
+    lay = pages.layout(prog)
+    heaps = pages.find_heaps(prog, lay)
     page_heap = {p.address: h for h, ps in heaps.items() for p in ps}
     runs: dict[int, list[tuple[int, str | None]]] = {h: [] for h in heaps}
     pid = prog.backend.pid()
@@ -92,11 +92,11 @@ def _thread_heap(prog: Program, t, page_heap: dict[int, int], align: int) -> int
     hits: dict[int, int] = {}
     mask = ~(align - 1)
     n = len(data) // 8
-    np = census._numpy()
+    np = pages._numpy()
     if np is not None:
         words = np.frombuffer(data, dtype="<u8", count=n) & np.uint64(mask & (1 << 64) - 1)
-        pages = np.array(sorted(page_heap), dtype=np.uint64)
-        found = words[np.isin(words, pages)]
+        starts = np.array(sorted(page_heap), dtype=np.uint64)
+        found = words[np.isin(words, starts)]
         uniq, counts = np.unique(found, return_counts=True)
         for pa, c in zip(uniq.tolist(), counts.tolist()):
             h = page_heap[pa]
@@ -114,13 +114,13 @@ def _thread_heap(prog: Program, t, page_heap: dict[int, int], align: int) -> int
 
 def _stack_bytes(prog: Program, sp: int) -> bytes:
     """The thread's stack from sp up to the end of its mapping (capped)."""
-    regs = census.regions(prog)
+    regs = pages.regions(prog)
     i = bisect.bisect_right([r[0] for r in regs], sp) - 1
     if i < 0 or sp >= regs[i][1]:
         return b""
     end = min(regs[i][1], sp + STACK_SCAN_BYTES)
     try:
-        return bytes(census.bulk(prog).read(sp, end - sp))
+        return bytes(pages.bulk(prog).read(sp, end - sp))
     except Exception:
         return b""
 
@@ -149,8 +149,8 @@ def choose(prog: Program, isolate: str | None = None, thread: int | None = None,
         raise V8DbgError(f"thread {thread} runs no V8 isolate that could be found; "
                          "jsisolates lists the isolates and their threads")
     if address is not None:
-        lay = census.layout(prog)
-        heaps = census.find_heaps(prog, lay)
+        lay = pages.layout(prog)
+        heaps = pages.find_heaps(prog, lay)
         page = address - address % lay.align
         for iso in isos:
             if any(p.address == page for p in heaps[iso.heap]):

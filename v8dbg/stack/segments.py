@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import TargetMemoryError, V8DbgError
-from ..heap import census
+from ..v8 import pages
 from ..target.backend import Registers
 from ..target.unwind import MachineFrame, walk
 
@@ -131,7 +131,7 @@ def thread_tops(prog: Program) -> list[ThreadTop]:
         return cached
     out: list[ThreadTop] = []
     try:
-        heaps = census.find_heaps(prog, census.layout(prog))
+        heaps = pages.find_heaps(prog, pages.layout(prog))
     except (TargetMemoryError, V8DbgError):
         heaps = {}
     for heap in sorted(heaps):
@@ -180,7 +180,7 @@ def exit_chain(prog: Program, c_entry_fp: int) -> list[int]:
 
 
 def _stack_end(prog: Program, sp: int) -> int | None:
-    regs = census.regions(prog)
+    regs = pages.regions(prog)
     i = bisect.bisect_right([r[0] for r in regs], sp) - 1
     if i < 0 or sp >= regs[i][1]:
         return None

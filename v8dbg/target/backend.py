@@ -230,3 +230,9 @@ def parse_gdb_mappings(text: str) -> list[Mapping]:
             continue
         out.append(Mapping(lo, hi, off, path))
     return out
+
+
+def proc_regions(pid: int) -> list[tuple[int, int]]:
+    """Readable mappings of a live process on this machine."""
+    return [(lo, hi) for lo, hi, perms, _off, path in proc_map_lines(pid)
+            if perms.startswith("r") and path.strip() not in ("[vvar]", "[vsyscall]")]

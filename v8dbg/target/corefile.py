@@ -266,3 +266,16 @@ def core_mappings(core_path: str) -> list[Mapping]:
         return CoreBackend(core_path).mappings()
     except V8DbgError:
         return []
+
+
+def core_regions(path: str) -> list[tuple[int, int]]:
+    """The memory a core file holds: its PT_LOAD segments with file contents."""
+    try:
+        elf = ElfFile(path)
+    except (V8DbgError, OSError):
+        return []
+    out = []
+    for seg in elf.segments:
+        if seg.type == PT_LOAD and seg.filesz:
+            out.append((seg.vaddr, seg.vaddr + min(seg.filesz, seg.memsz)))
+    return out

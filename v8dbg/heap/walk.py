@@ -1,0 +1,699 @@
+"""Walking one V8 heap page object by object, the size of each from its map.
+
+One algorithm, whatever the front end: the pure-Python steps and, when NumPy
+is importable, the same steps computed in bulk (`NumpyPages`), which must
+give the same objects. Only live objects are counted: free space and filler
+objects are stepped over, and a page the walk cannot finish is reported.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from array import array
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import TargetMemoryError
+from ..interrupt import check_interrupted
+from ..v8.pages import Page, _Layout, bulk
+from ..v8.tagged import Heap
+
+if TYPE_CHECKING:
+    from ..program import Program
+
+MAX_RESYNC_WORDS = 1 << 18
+
+
+HASH_SIZE = 1 << 20
+
+
+# Object kinds, for the walk's size computation.
+K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_UNKNOWN, K_BIGINT, K_PROPARRAY, \
+    K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_BAD, K_NCTX = range(14)
+
+
+class _Classifier:
+    """Per map: how to size its objects and whether to count them."""
+
+    def __init__(self, h: Heap) -> None:
+        self.h = h
+        md = h.md
+        self.mem = h.mem
+        t = md.types
+        self.metas: dict[int, bool] = {}
+        self.map_type = t.get("MAP_TYPE")
+        self.free = t.get("FREE_SPACE_TYPE")
+        self.free_shift = 0 if md.consts.get("FreeSpaceSizeInWords") else 3
+        self.filler = t.get("FILLER_TYPE")
+        self.receiver_first = t.get("JS_PROXY_TYPE", 1024)
+        self.allocation_site = t.get("ALLOCATION_SITE_TYPE", -1)
+        fa_first = t.get("FIXED_ARRAY_TYPE")
+        fa_last = t.get("BYTE_ARRAY_TYPE")
+        arrays = set()
+        if fa_first is not None and fa_last is not None and fa_last > fa_first:
+            # V8 numbers FixedArray and its subclasses (hash tables, ...) in one run.
+            arrays.update(range(fa_first, fa_last))
+        for name, v in t.items():
+            if (name.endswith("HASH_TABLE_TYPE") or name.endswith("DICTIONARY_TYPE")
+                    or name.startswith("ORDERED_") or name.endswith("FIXED_ARRAY_TYPE")
+                    or name in ("FIXED_DOUBLE_ARRAY_TYPE", "EMBEDDER_DATA_ARRAY_TYPE",
+                                "CLOSURE_FEEDBACK_CELL_ARRAY_TYPE", "TRANSITION_ARRAY_TYPE")) \
+                    and not name.startswith(("SWISS", "SMALL_ORDERED")):
+                arrays.add(v)
+        for k in ("SCRIPT_CONTEXT_TABLE_TYPE", "OBJECT_BOILERPLATE_DESCRIPTION_TYPE",
+                  "SLOPPY_ARGUMENTS_ELEMENTS_TYPE", "REG_EXP_MATCH_INFO_TYPE",
+                  "ARRAY_LIST_TYPE", "BYTE_ARRAY_TYPE", "BYTECODE_ARRAY_TYPE"):
+            arrays.discard(t.get(k, -1))
+        lo, hi = md.consts.get("FirstContextType"), md.consts.get("LastContextType")
+        if lo is not None and hi is not None:
+            arrays.update(range(lo, hi + 1))
+        self.arrays = arrays
+        self.bytes_types = {t[k] for k in ("BYTE_ARRAY_TYPE", "TRUSTED_BYTE_ARRAY_TYPE") if k in t}
+        self.bigint = t.get("BIG_INT_BASE_TYPE", 129)
+        self.proparray = t.get("PROPERTY_ARRAY_TYPE")
+        self.descriptors = {t[k] for k in ("DESCRIPTOR_ARRAY_TYPE", "STRONG_DESCRIPTOR_ARRAY_TYPE")
+                            if k in t}
+        self.desc_header = md.fields.get(("DescriptorArray", "header_size"), 24)
+        self.weaklist = t.get("WEAK_ARRAY_LIST_TYPE")
+        self.bytecode = t.get("BYTECODE_ARRAY_TYPE")
+        self.native_context = t.get("NATIVE_CONTEXT_TYPE")
+        self.nctx_extra = md.consts.get("NativeContextExtraWords", 0)
+        self.bytecode_header = md.fields.get(("BytecodeArray", "data"), 56)
+        self.nonstring = md.const("FirstNonstringType")
+        self.o_isw = md.fields.get(("Map", "instance_size_in_words"),
+                                   md.fields.get(("Map", "instance_size"), 8))
+        self.o_type = md.off("Map", "instance_type")
+
+    def is_meta(self, mm: int) -> bool:
+        """A meta map is its own map (V8 12+ has one per native context too)."""
+        r = self.metas.get(mm)
+        if r is None:
+            try:
+                r = mm & 3 == 1 and self.mem.u64(mm - 1) == mm
+            except TargetMemoryError:
+                r = False
+            if len(self.metas) < 10000:
+                self.metas[mm] = r
+        return r
+
+    def classify(self, m: int) -> tuple[int, int, int, bool]:
+        """(kind, fixed size in words, instance type, record address?)."""
+        if m & 3 != 1 or m < 0x10000:
+            return (K_BAD, 0, -1, False)
+        try:
+            raw = self.mem.read(m - 1, 16)
+        except TargetMemoryError:
+            return (K_BAD, 0, -1, False)
+        mm = struct.unpack_from("<Q", raw, 0)[0]
+        if not self.is_meta(mm):
+            return (K_BAD, 0, -1, False)
+        isw = raw[self.o_isw]
+        itype = struct.unpack_from("<H", raw, self.o_type)[0]
+        if itype == self.free:
+            return (K_FREE, 0, itype, False)
+        if itype < self.nonstring:
+            if itype & 7 == 0:  # sequential
+                return (K_SEQ1 if itype & 8 else K_SEQ2, 0, itype, False)
+            return (K_FIXED, isw, itype, False) if isw else (K_UNKNOWN, 0, itype, False)
+        if isw:
+            # Addresses are kept of JS objects, and of AllocationSites (whose
+            # literal boilerplates are V8's own objects, left out of the census).
+            return (K_FIXED, isw, itype,
+                    itype >= self.receiver_first or itype == self.allocation_site)
+        if itype == self.native_context:
+            return (K_NCTX, 0, itype, False)
+        if itype in self.arrays:
+            return (K_ARRAY, 0, itype, False)
+        if itype in self.bytes_types:
+            return (K_BYTES, 0, itype, False)
+        if itype == self.bigint:
+            return (K_BIGINT, 0, itype, False)
+        if itype == self.proparray:
+            return (K_PROPARRAY, 0, itype, False)
+        if itype in self.descriptors:
+            return (K_DESCRIPTORS, 0, itype, False)
+        if itype == self.weaklist:
+            return (K_WEAKLIST, 0, itype, False)
+        if itype == self.bytecode:
+            return (K_BYTECODE, 0, itype, False)
+        return (K_UNKNOWN, 0, itype, False)
+
+
+def _var_size(kind: int, words, i: int, cls: _Classifier) -> int:
+    """Size in words of a variable-size object at word i (0 if unknown)."""
+    w1 = int(words[i + 1])
+    if kind == K_ARRAY:
+        return 2 + (w1 >> 32)
+    if kind == K_SEQ1:
+        return 2 + ((w1 >> 32) + 7 >> 3)
+    if kind == K_SEQ2:
+        return 2 + ((w1 >> 32) * 2 + 7 >> 3)
+    if kind == K_FREE:
+        return (w1 >> 32) >> cls.free_shift
+    if kind == K_BYTES:
+        return 2 + ((w1 >> 32) + 7 >> 3)
+    if kind == K_BIGINT:
+        return 2 + ((w1 & 0xFFFFFFFF) >> 1 & 0x3FFFFFFF)
+    if kind == K_PROPARRAY:
+        return 2 + ((w1 >> 32) & 0x3FF)
+    if kind == K_DESCRIPTORS:
+        return (cls.desc_header >> 3) + 3 * (w1 & 0xFFFF)
+    if kind == K_WEAKLIST:
+        return 3 + (w1 >> 32)
+    if kind == K_BYTECODE:
+        return (cls.bytecode_header + (w1 >> 32) + 7) >> 3
+    if kind == K_NCTX:
+        return 2 + (w1 >> 32) + cls.nctx_extra
+    return 0
+
+
+@dataclass
+class PageWalk:
+    """What the walk of one page found."""
+
+    count: int = 0  # live objects (free space and fillers not counted)
+    records: dict[int, array] = field(default_factory=dict)  # JS-object map -> addresses
+    unknown: int = 0  # objects sized by resynchronising (a kind with no size rule)
+    damaged: bool = False  # the walk met a word that is no map, or ran past the page
+    skipped: int = 0  # bytes the walk stepped over without finding objects in them
+
+
+class Walker:
+    """The page walk; keeps the per-map classification between pages and commands."""
+
+    def __init__(self, prog: Program, h: Heap) -> None:
+        self.prog = prog
+        self.h = h
+        self.cls = _Classifier(h)
+        self.cache: dict[int, tuple[int, int, int, bool]] = {}
+        self.codes: dict[int, int] = {}
+        self.bad: dict[int, tuple[int, int, int, bool]] = {}
+
+    def info(self, m: int) -> tuple[int, int, int, bool]:
+        """The classification of a map word (words that are not maps kept apart)."""
+        r = self.cache.get(m)
+        if r is None:
+            r = self.bad.get(m)
+            if r is None:
+                r = self.cls.classify(m)
+                if r[0] == K_BAD:
+                    if len(self.bad) > 500000:
+                        self.bad.clear()
+                    self.bad[m] = r
+                else:
+                    self.cache[m] = r
+        return r
+
+    def read_page(self, p: Page) -> memoryview | None:
+        try:
+            data = bulk(self.prog).read(p.start, p.end - p.start)
+        except Exception:
+            return None
+        if len(data) != p.end - p.start:
+            return None
+        return memoryview(bytes(data) if not isinstance(data, (bytes, bytearray)) else data) \
+            .cast("Q")
+
+    def _resync(self, words, j: int, stop: int) -> int:
+        """The first word at or after j (before stop) that is a map; stop if none."""
+        info = self.info
+        while j < stop:
+            v = int(words[j])
+            if v & 3 == 1 and info(v)[0] != K_BAD:
+                return j
+            j += 1
+        return stop
+
+    def size_at(self, words, i: int, n: int) -> int:
+        """Words of the object at i by its map's size rule; 0 when no rule applies."""
+        info = self.info(int(words[i]))
+        kind = info[0]
+        if kind == K_FIXED:
+            return info[1]
+        if kind in (K_BAD, K_UNKNOWN) or i + 1 >= n:
+            return 0
+        return _var_size(kind, words, i, self.cls)
+
+    def step(self, words, i: int, n: int, res: PageWalk, rec: bool, base1: int,
+             starts: list | None = None) -> int:
+        """The object at word i: count it into res; return where the next one starts."""
+        m = int(words[i])
+        info = self.info(m)
+        kind = info[0]
+        stop = min(n, i + MAX_RESYNC_WORDS)
+        if kind == K_BAD:
+            if m == 0 and not any(int(words[k]) for k in range(i, n)):
+                return n  # never-used memory to the page's end (an allocation area not found)
+            j = self._resync(words, i + 1, stop)
+            res.damaged = True
+            res.skipped += 8 * (j - i)
+            return j
+        size = self.size_at(words, i, n) if i + 1 < n or kind == K_FIXED else -1
+        if size == 0:
+            # No size rule (or a size of 0): the object runs to the next map word.
+            size = self._resync(words, i + 2, stop) - i if i + 2 < stop else stop - i
+            if kind != K_FREE:
+                res.unknown += 1
+        if size < 0 or i + size > n:
+            res.damaged = True
+            res.skipped += 8 * (n - i)
+            return n
+        if kind == K_FREE:
+            return i + size
+        res.count += 1
+        if starts is not None:
+            starts.append((base1 + 8 * i, m, size))
+        elif rec and info[3]:
+            a = res.records.get(m)
+            if a is None:
+                a = res.records[m] = array("Q")
+            a.append(base1 + 8 * i)
+        return i + size
+
+    def walk(self, p: Page, words, rec: bool = True, starts: list | None = None) -> PageWalk:
+        """Walk one page in plain Python: `step` for each object, the common kinds inline.
+
+        Per map a small code says how `step` would size it: > 0 a fixed
+        size in words, -1 a FixedArray, -2/-3 a sequential one-/two-byte
+        string, -4 a JS object of fixed size (its address is kept), -9 any
+        other (`step` itself). An object that would run past the page always
+        goes through `step`.
+        """
+        res = PageWalk()
+        n = len(words)
+        base1 = p.start + 1
+        skips = page_skips(p)
+        tops = sorted(skips)
+        k = 0
+        nt = tops[0] if tops else n + 1
+        i = 0
+        if starts is not None:
+            while i < n:
+                if i >= nt:
+                    if i == nt:
+                        i = skips[nt]
+                    while k < len(tops) and tops[k] < i:
+                        k += 1
+                    nt = tops[k] if k < len(tops) else n + 1
+                    continue
+                i = self.step(words, i, n, res, rec, base1, starts)
+            return res
+        codes = self.codes
+        get = codes.get
+        records = res.records
+        cnt = 0
+        while i < n:
+            if i >= nt:
+                if i == nt:
+                    i = skips[nt]
+                while k < len(tops) and tops[k] < i:
+                    k += 1
+                nt = tops[k] if k < len(tops) else n + 1
+                continue
+            m = words[i]
+            c = get(m)
+            if c is None:
+                c = self._learn(m)
+            if c > 0:
+                if i + c <= n:
+                    i += c
+                    cnt += 1
+                    continue
+            elif c == -4:
+                s = self.cache[m][1]
+                if i + s <= n:
+                    if rec:
+                        a = records.get(m)
+                        if a is None:
+                            a = records[m] = array("Q")
+                        a.append(base1 + (i << 3))
+                    i += s
+                    cnt += 1
+                    continue
+            elif c == -1:
+                if i + 1 < n:
+                    s = 2 + (words[i + 1] >> 32)
+                    if i + s <= n:
+                        i += s
+                        cnt += 1
+                        continue
+            elif c == -2:
+                if i + 1 < n:
+                    s = 2 + (((words[i + 1] >> 32) + 7) >> 3)
+                    if i + s <= n:
+                        i += s
+                        cnt += 1
+                        continue
+            elif c == -3:
+                if i + 1 < n:
+                    s = 2 + (((words[i + 1] >> 32) * 2 + 7) >> 3)
+                    if i + s <= n:
+                        i += s
+                        cnt += 1
+                        continue
+            i = self.step(words, i, n, res, rec, base1)
+        res.count += cnt
+        return res
+
+    def _learn(self, m: int) -> int:
+        kind, size, _itype, recd = self.info(m)
+        if kind == K_FIXED:
+            c = -4 if recd else size
+        elif kind == K_ARRAY:
+            c = -1
+        elif kind == K_SEQ1:
+            c = -2
+        elif kind == K_SEQ2:
+            c = -3
+        else:
+            c = -9
+        if kind != K_BAD:
+            self.codes[m] = c
+        return c
+
+    def marked_walk(self, p: Page, words, rec: bool = True,
+                    starts: list | None = None) -> PageWalk:
+        """The walk of a page not yet swept: only the objects at its mark bits."""
+        assert p.marks is not None
+        res = PageWalk()
+        n = len(words)
+        step = max(1, _Layout(self.prog).mark_bits)  # mark bits per live object
+        nxt = 0
+        for i in p.marks:
+            if i < nxt or i >= n:
+                continue
+            m = int(words[i])
+            info = self.info(m)
+            kind = info[0]
+            size = self.size_at(words, i, n)
+            nxt = i + (size if size > 0 else step)
+            if kind == K_BAD or kind == K_FREE:
+                continue
+            if size <= 0:
+                res.unknown += 1
+            addr = p.start + 8 * i + 1
+            res.count += 1
+            if starts is not None:
+                starts.append((addr, m, max(size, step)))
+            elif rec and info[3]:
+                a = res.records.get(m)
+                if a is None:
+                    a = res.records[m] = array("Q")
+                a.append(addr)
+        return res
+
+
+def page_skips(p: Page) -> dict[int, int]:
+    """Allocation-area gaps of a page, as word index of their top -> index of their limit."""
+    return {(t - p.start) >> 3: (lim - p.start) >> 3 for t, lim in p.skips
+            if p.start <= t <= p.end and lim > t}
+
+
+VECTOR_KINDS = (K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_BIGINT, K_PROPARRAY,
+                K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_NCTX)
+
+
+def python_steps(w: Walker, words, cand: list[int]) -> list[int]:
+    """Size in words of the object at each candidate word, as `Walker.step` would
+    size it without resynchronising: 0 where `step` must decide (no size rule,
+    no length word, a size of 0, or an object running past the page)."""
+    n = len(words)
+    out = []
+    for i in cand:
+        s = w.size_at(words, i, n) if w.info(int(words[i]))[0] in VECTOR_KINDS else 0
+        out.append(s if 0 < s and i + s <= n else 0)
+    return out
+
+
+def vector_steps(np, cls: _Classifier, W, cand, kind, fixed):
+    """`python_steps` for all candidates at once (W the page's words, kind and
+    fixed the classification of each candidate's map)."""
+    n = len(W)
+    S = fixed.astype(np.int64)
+    has1 = cand + 1 < n
+    w1 = W[np.minimum(cand + 1, n - 1)]
+    hi = (w1 >> np.uint64(32)).astype(np.int64)
+    lo = (w1 & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    present = set(np.unique(kind[kind != K_FIXED]).tolist())
+    for k, expr in ((K_ARRAY, lambda h, l: 2 + h),
+                    (K_SEQ1, lambda h, l: 2 + ((h + 7) >> 3)),
+                    (K_SEQ2, lambda h, l: 2 + ((2 * h + 7) >> 3)),
+                    (K_FREE, lambda h, l: h >> cls.free_shift),
+                    (K_BYTES, lambda h, l: 2 + ((h + 7) >> 3)),
+                    (K_BIGINT, lambda h, l: 2 + ((l >> 1) & 0x3FFFFFFF)),
+                    (K_PROPARRAY, lambda h, l: 2 + (h & 0x3FF)),
+                    (K_DESCRIPTORS, lambda h, l: (cls.desc_header >> 3) + 3 * (l & 0xFFFF)),
+                    (K_WEAKLIST, lambda h, l: 3 + h),
+                    (K_BYTECODE, lambda h, l: (cls.bytecode_header + h + 7) >> 3),
+                    (K_NCTX, lambda h, l: 2 + h + cls.nctx_extra)):
+        if k in present:
+            sel = (kind == k) & has1
+            S[sel] = expr(hi[sel], lo[sel])
+            S[(kind == k) & ~has1] = 0
+    S[(S <= 0) | (cand + S > n)] = 0
+    return S
+
+
+class NumpyPages:
+    """`Walker.walk` with NumPy: the steps from every known map word at once.
+
+    Per page, every word that holds a known map is a candidate object start,
+    and `vector_steps` sizes all of them; a short Python loop then follows
+    the chain of steps from the area start (each object is mostly followed
+    by the next candidate, so only the breaks cost a Python step). Where
+    the chain cannot go on in bulk, `Walker.step` takes the one object.
+    """
+
+    def __init__(self, w: Walker, np) -> None:
+        self.w = w
+        self.np = np
+        self._known = -1
+
+    def _tables(self) -> None:
+        np = self.np
+        cache = self.w.cache
+        if len(cache) == self._known:
+            return
+        items = sorted((m, info) for m, info in cache.items() if info[0] in VECTOR_KINDS)
+        self.K = np.array([m for m, _ in items], dtype=np.uint64)
+        self.KK = np.array([info[0] for _, info in items], dtype=np.int16)
+        self.KS = np.array([info[1] for _, info in items], dtype=np.int64)
+        self.KR = np.array([bool(info[3]) for _, info in items], dtype=bool)
+        # A direct-mapped table from a word's middle bits to its index in K (+1):
+        # one gather per page instead of a binary search per word. A map that
+        # loses its slot to another is just not a candidate: `step` takes it.
+        table = np.zeros(HASH_SIZE, dtype=np.int32)
+        h = ((self.K >> np.uint64(3)) & np.uint64(HASH_SIZE - 1)).astype(np.int64)
+        table[h[::-1]] = np.arange(len(items), 0, -1, dtype=np.int32)
+        self.T = table
+        self._known = len(cache)
+
+    def discover_maps(self, pages: list[Page]) -> None:
+        """Learn every Map on the heap before the walk, so the chains seldom stop.
+
+        Only a speed-up: which words are maps is decided by `Walker.info`
+        whether or not a map was learnt here first. A meta map is the one
+        object whose map word points at itself; every Map's map word is a
+        meta map. One pass finds the meta maps and, with those known so far,
+        the Maps; only pages read before a meta map was first seen are read
+        again, for the meta maps they missed.
+        """
+        np = self.np
+        metas: list[int] = []
+        known: set[int] = set()
+        behind: list[tuple[Page, int]] = []
+
+        def learn(p: Page, W, marr) -> None:
+            for j in np.flatnonzero(np.isin(W, marr)).tolist():
+                self.w.info(p.start + 8 * j + 1)
+
+        for p in pages:
+            check_interrupted()
+            W = self._words(p)
+            if W is None:
+                continue
+            own = np.arange(len(W), dtype=np.uint64) * np.uint64(8) + np.uint64(p.start + 1)
+            for j in np.flatnonzero(W == own).tolist():
+                m = int(W[j])
+                if m not in known:
+                    known.add(m)
+                    metas.append(m)
+            if metas:
+                learn(p, W, np.array(metas, dtype=np.uint64))
+            behind.append((p, len(metas)))
+        for p, k in behind:
+            if k < len(metas):
+                W = self._words(p)
+                if W is not None:
+                    learn(p, W, np.array(metas[k:], dtype=np.uint64))
+
+    def _words(self, p: Page):
+        try:
+            data = bulk(self.w.prog).read(p.start, p.end - p.start)
+        except Exception:
+            return None
+        if len(data) != p.end - p.start:
+            return None
+        return self.np.frombuffer(data, dtype="<u8")
+
+    def candidates(self, W):
+        """(word indices holding a known map of a vector kind, their index in K)."""
+        np = self.np
+        K = self.K
+        idx = self.T[((W >> np.uint64(3)) & np.uint64(HASH_SIZE - 1)).astype(np.int64)]
+        idx -= 1
+        cand = np.flatnonzero((idx >= 0) & (K[idx] == W))
+        return cand, idx[cand]
+
+    def walk(self, p: Page, data, rec: bool = True) -> PageWalk:
+        np = self.np
+        self._tables()
+        W = np.frombuffer(data, dtype="<u8")
+        n = len(W)
+        w = self.w
+        if n < 2 or not len(self.K):
+            return w.walk(p, memoryview(data).cast("Q"), rec)
+        res = PageWalk()
+        K = self.K
+        cand, ki = self.candidates(W)
+        kind = self.KK[ki]
+        S = vector_steps(np, w.cls, W, cand, kind, self.KS[ki])
+        m = len(cand)
+        nextpos = cand + S
+        ci = np.searchsorted(cand, nextpos)
+        ci_c = np.minimum(ci, m - 1)
+        ok = (ci < m) & (S > 0) & (cand[ci_c] == nextpos)
+        skips = page_skips(p)
+        if skips:
+            # Never step onto an allocation-area top inside the chain.
+            tops = np.array(sorted(skips), dtype=np.int64)
+            ok &= ~np.isin(nextpos, tops)
+        # Each object is mostly followed by the next candidate, so only the
+        # "breaks" (a jump over map words inside an object's body, or a stop)
+        # need a Python step each.
+        nxt = np.where(ok, ci_c, m)
+        breaks = np.flatnonzero(nxt != np.arange(1, m + 1)).tolist()
+        nb = len(breaks)
+        parts = []
+        pos = 0
+        base1 = p.start + 1
+        while pos < n:
+            if pos in skips:
+                pos = skips[pos]
+                continue
+            c = int(np.searchsorted(cand, pos))
+            if c < m and int(cand[c]) == pos and int(S[c]) > 0:
+                while True:
+                    k = bisect.bisect_left(breaks, c)
+                    b = breaks[k] if k < nb else m - 1
+                    sb = int(S[b])
+                    if sb <= 0:  # b cannot be sized in bulk: `step` takes it
+                        parts.append((c, b))
+                        pos = int(cand[b])
+                        break
+                    parts.append((c, b + 1))
+                    c2 = int(nxt[b])
+                    pos = int(cand[b]) + sb
+                    if c2 >= m:
+                        break
+                    c = c2
+                if sb > 0:
+                    continue
+            pos = w.step(W, pos, n, res, rec, base1)
+        if parts:
+            if len(parts) == 1:
+                ch = np.arange(parts[0][0], parts[0][1])
+            else:
+                ch = np.concatenate([np.arange(x, y) for x, y in parts])
+            counted = kind[ch] != K_FREE
+            res.count += int(counted.sum())
+            if rec:
+                self._record(res, p, cand, ki, ch[self.KR[ki[ch]] & counted])
+        return res
+
+    def _record(self, res: PageWalk, p: Page, cand, ki, rc) -> None:
+        """Add the chain's JS objects to res.records, per map in address order."""
+        np = self.np
+        if not len(rc):
+            return
+        addrs = (cand[rc] * 8 + (p.start + 1)).astype(np.uint64)
+        mids = ki[rc]
+        order = np.argsort(mids, kind="stable")
+        mids = mids[order]
+        addrs = addrs[order]
+        cuts = np.flatnonzero(np.diff(mids)) + 1
+        starts = [0] + cuts.tolist()
+        ends = cuts.tolist() + [len(mids)]
+        new: dict[int, array] = {}
+        for a, b in zip(starts, ends):
+            mp = int(self.K[mids[a]])
+            arr = array("Q")
+            arr.frombytes(addrs[a:b].astype("<u8").tobytes())
+            new[mp] = arr
+        # Objects `step` recorded on this page interleave with the chain's:
+        # merge each map's two lists into address order.
+        for mp, arr in new.items():
+            old = res.records.get(mp)
+            if old is None:
+                res.records[mp] = arr
+            else:
+                res.records[mp] = array("Q", sorted(set(old) | set(arr)))
+
+
+
+
+def _code_owners(w: Walker, pages: list[Page]) -> set[int]:
+    """Spaces whose pages hold machine code (InstructionStream, or Code in V8 10)."""
+    t = w.prog.md.types
+    code_types = {t[k] for k in ("INSTRUCTION_STREAM_TYPE", "CODE_TYPE") if k in t}
+    if "INSTRUCTION_STREAM_TYPE" in t:
+        code_types = {t["INSTRUCTION_STREAM_TYPE"]}
+    out: set[int] = set()
+    for p in pages:
+        if p.owner in out or not p.owner:
+            continue
+        try:
+            head = bulk(w.prog).read(p.start, min(4096, p.end - p.start))
+        except Exception:
+            continue
+        pos = 0
+        for _ in range(8):  # the first few objects tell
+            if pos + 16 > len(head):
+                break
+            m, w1 = struct.unpack_from("<QQ", head, pos)
+            info = w.info(m)
+            if info[0] == K_BAD:
+                break
+            if info[2] in code_types:
+                out.add(p.owner)
+                break
+            if info[0] == K_FREE:
+                pos += ((w1 >> 32) << (3 - w.cls.free_shift))
+            elif info[0] == K_FIXED:
+                pos += 8 * info[1]
+            else:
+                break
+    return out
+
+
+def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int]) -> PageWalk:
+    """The walk of one page, by the one algorithm (NumPy only speeds it up)."""
+    words = w.read_page(p)
+    if words is None:
+        return PageWalk(damaged=True, skipped=p.end - p.start)
+    # Machine code holds map words (inline map checks); no JavaScript object
+    # lives there, so nothing on those pages is recorded.
+    rec = p.owner not in code_owners
+    if p.marks is not None:
+        r = w.marked_walk(p, words, rec)
+    elif nw is not None and rec:
+        r = nw.walk(p, words.obj if hasattr(words, "obj") else words.tobytes(), rec)
+    else:
+        r = w.walk(p, words, rec)
+    if not rec:
+        # Machine code has no size rule here: those pages are walked by
+        # resynchronising, so a stray word there is no sign of damage.
+        r.damaged = False
+        r.skipped = 0
+    return r

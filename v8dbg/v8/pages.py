@@ -1,0 +1,408 @@
+"""Where V8's heap pages are: found without DWARF, from their headers.
+
+The node binary carries no description of V8's page headers, so pages are
+found by looking at every 256 KiB-aligned address of the target's memory for
+a header of the shape recorded per version in `layouts.py` (area start/end
+inside the chunk, and a Heap pointer that all pages share). What of each page
+holds live objects is planned here too: new-space from-space pages and
+to-space pages past the current one are skipped, the unused tail [top, limit)
+of each linear allocation area is cut out (the areas are found next to the
+Heap object and in the space objects), and pages not yet swept after a full
+GC carry their marking bitmap.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import TargetMemoryError, V8DbgError
+from ..interrupt import check_interrupted
+from ..target.backend import proc_regions
+
+if TYPE_CHECKING:
+    from ..program import Program
+
+PAGE_SIZE_LIMIT = 1 << 30  # a large-object page may be big, not bigger than this
+
+
+MAX_PAGES = 200000
+
+
+MIN_HEAP_PAGES = 3
+
+
+MAX_REGION_PROBES = 4 << 20
+
+
+LAB_SEARCH_BEFORE = 0x20000
+
+
+LAB_SEARCH_AFTER = 0x1000
+
+
+OWNER_SEARCH = 0x400
+
+
+@dataclass
+class Page:
+    """One V8 memory chunk: objects live in [start, end)."""
+
+    address: int
+    flags: int
+    owner: int
+    start: int
+    end: int
+    meta: int  # where the header fields were read (the page, or its metadata)
+    heap: int = 0  # the Heap the page belongs to
+    skips: list[tuple[int, int]] = field(default_factory=list)  # [top, limit) to skip
+    young: bool = False
+    # Not yet swept: the word indices (from `start`) of its marked, live
+    # objects; None for a page whose every object is live.
+    marks: list[int] | None = None
+
+
+class _Layout:
+    """Page header offsets for this V8 version (from layouts.py via metadata)."""
+
+    def __init__(self, prog: Program) -> None:
+        c = prog.md.consts
+        try:
+            self.align = c.get("PageAlignment", 1 << 18)
+            self.meta_ptr = c["PageMetadataPointer"]  # 0: header fields are in the page
+            self.meta_chunk = c.get("PageMetadataChunk", 0)
+            self.flags = c["PageFlags"]
+            self.heap = c["PageHeap"]
+            self.area_start = c["PageAreaStart"]
+            self.area_end = c["PageAreaEnd"]
+            self.owner = c["PageOwner"]
+            self.next = c.get("PageListNext", -1)
+            self.prev = c.get("PageListPrev", -1)
+            self.from_flag = c.get("PageFromFlag", 8)
+            self.to_flag = c.get("PageToFlag", 16)
+            self.sweep_state = c["PageSweepingState"]
+            self.sweep_pending = c["PageSweepPending"]
+            self.bitmap = c["PageMarkingBitmap"]
+            self.mark_bits = c["PageMarkBits"]
+            self.freed = c["PageFreedFlags"]
+            self.meta_flags = c["PageMetaFlags"]
+            self.meta_freed = c["PageMetaFreedFlags"]
+        except KeyError as e:
+            raise V8DbgError(f"no heap page layout for V8 {prog.md.version_text}: "
+                             f"{e.args[0]} is missing from the layout table") from None
+
+
+def bulk(prog: Program):
+    """What to read whole pages from: a debugger's core file directly when it
+    names one (far faster than the debugger's memory API, and the debugger
+    does not map the pages into its own memory), else the backend."""
+    st = prog.heap_state
+    if st.bulk is not None:
+        return st.bulk
+    out = prog.backend
+    fn = getattr(prog.backend, "core_file", None)
+    if fn is not None and getattr(prog.backend, "kind", "") != "core":
+        try:
+            path = fn()
+        except Exception:
+            path = None
+        if path and os.path.isfile(path):
+            from ..target.corefile import CoreBackend
+            try:
+                cb = CoreBackend(path)
+                if cb.pid() == prog.backend.pid() or not prog.backend.pid():
+                    out = cb
+            except V8DbgError:
+                pass
+    st.bulk = out
+    return out
+
+
+def regions(prog: Program) -> list[tuple[int, int]]:
+    """Readable [start, end) ranges of the target, from the backend."""
+    src = bulk(prog)
+    fn = getattr(src, "regions", None)
+    out: list[tuple[int, int]] = []
+    if fn is not None:
+        try:
+            out = list(fn())
+        except Exception:
+            out = []
+    if not out:
+        pid = prog.backend.pid() if hasattr(prog.backend, "pid") else None
+        if pid and getattr(prog.backend, "live", False):
+            out = proc_regions(pid)
+    return sorted(out)
+
+
+def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
+    """Every V8 page of the target, grouped by the Heap (one per isolate) that owns it."""
+    if prog.heap_state.heaps is not None:
+        return prog.heap_state.heaps
+    backend = bulk(prog)
+    cands: list[Page] = []
+
+    lo_img, hi_img = _image_range(prog)
+    regs = regions(prog)
+    reg_starts = [r[0] for r in regs]
+
+    def readable(addr: int) -> bool:
+        i = bisect.bisect_right(reg_starts, addr) - 1
+        return i >= 0 and addr < regs[i][1]
+
+    def in_binary(addr: int) -> bool:
+        return lo_img <= addr < hi_img
+
+    hdr = max(lay.flags, lay.meta_ptr) + 8
+    need = max(lay.heap, lay.area_start, lay.area_end, lay.owner, lay.meta_flags) + 8
+    probes = 0
+    for lo, hi in regs:
+        a = (lo + lay.align - 1) // lay.align * lay.align
+        while a + 64 <= hi and probes < MAX_REGION_PROBES:
+            probes += 1
+            if not probes & 255:
+                check_interrupted()
+            try:
+                head = backend.read(a, max(hdr, need) if not lay.meta_ptr else hdr)
+            except Exception:
+                a += lay.align
+                continue
+            page = _parse_header(a, head, lay, backend, need, in_binary, readable)
+            if page is not None:
+                cands.append(page)
+            a += lay.align
+    if not cands:
+        raise V8DbgError("found no V8 heap pages in the target's memory"
+                         " (is the core complete?)")
+    heaps: dict[int, list[Page]] = {}
+    for p in cands[:MAX_PAGES]:
+        heaps.setdefault(p.heap, []).append(p)
+    # A stray word pair that looks like a page header names a "heap" of one
+    # page; a real isolate has at least a few pages of each of its spaces.
+    real = {h: ps for h, ps in heaps.items() if len(ps) >= MIN_HEAP_PAGES}
+    out = real or heaps
+    prog.heap_state.heaps = out
+    return out
+
+
+def find_pages(prog: Program, lay: _Layout, heap: int | None = None) -> tuple[int, list[Page]]:
+    """The pages of one Heap (by default the one with the most pages), and its address."""
+    heaps = find_heaps(prog, lay)
+    if heap is None:
+        heap = max(heaps, key=lambda k: len(heaps[k]))
+    if heap not in heaps:
+        raise V8DbgError(f"0x{heap:x} is not the Heap of any isolate in the target")
+    return heap, [Page(p.address, p.flags, p.owner, p.start, p.end, p.meta, p.heap)
+                  for p in heaps[heap]]
+
+
+def _image_range(prog: Program) -> tuple[int, int]:
+    """Where the node binary's image (code, data and bss) sits in the target."""
+    segs = [sg for sg in prog.binary.segments if sg.type == 1]
+    if not segs:
+        return (0, 1 << 64)
+    lo = min(sg.vaddr for sg in segs)
+    hi = max(sg.vaddr + sg.memsz for sg in segs)
+    main = prog.main_module()
+    bias = 0
+    if main is not None and lo < main.start:
+        bias = main.start - (lo - lo % 4096)
+    return (lo + bias, hi + bias)
+
+
+def _parse_header(a: int, head: bytes, lay: _Layout, backend, need: int,
+                  in_binary, readable) -> Page | None:
+    flags = struct.unpack_from("<Q", head, lay.flags)[0]
+    if lay.meta_ptr:
+        meta = struct.unpack_from("<Q", head, lay.meta_ptr)[0]
+        if meta < 0x10000 or meta & 7 or not readable(meta):
+            return None
+        try:
+            m = backend.read(meta, need)
+        except Exception:
+            return None
+        # The metadata names its chunk right after its vtable. A page whose
+        # metadata was freed (a pooled or released page, holding stale objects)
+        # has lost its vtable pointer into the node binary.
+        if struct.unpack_from("<Q", m, 8)[0] != a or \
+                not in_binary(struct.unpack_from("<Q", m, 0)[0]):
+            return None
+    else:
+        meta = a
+        m = head
+    if flags & lay.freed or (lay.meta_flags >= 0 and
+                             struct.unpack_from("<I", m, lay.meta_flags)[0] & lay.meta_freed):
+        return None  # given back to the OS soon: what it holds is dead
+    heap = struct.unpack_from("<Q", m, lay.heap)[0]
+    start = struct.unpack_from("<Q", m, lay.area_start)[0]
+    end = struct.unpack_from("<Q", m, lay.area_end)[0]
+    owner = struct.unpack_from("<Q", m, lay.owner)[0]
+    if not (a < start < end <= a + PAGE_SIZE_LIMIT) or start - a > 0x10000 or start & 7 \
+            or end & 7 or heap < 0x10000 or heap & 7:
+        return None
+    return Page(a, flags, owner, start, end, meta, heap)
+
+
+def _find_labs(prog: Program, heap: int, pages: list[Page], lay: _Layout) -> list[tuple[int, int, int]]:
+    """Linear allocation areas (start, top, limit) next to the Heap and in space objects."""
+    by_addr = {p.address: p for p in pages}
+    out: list[tuple[int, int, int]] = []
+    places = [(heap - LAB_SEARCH_BEFORE, LAB_SEARCH_BEFORE + LAB_SEARCH_AFTER)]
+    for o in sorted({p.owner for p in pages if p.owner})[:64]:
+        places.append((o, OWNER_SEARCH))
+    seen = set()
+    for base, size in places:
+        data = _read_some(prog, base, size)
+        if not data:
+            continue
+        n = len(data) // 8
+        ws = struct.unpack(f"<{n}Q", data[:n * 8])
+        for i in range(n - 2):
+            s, t, lim = ws[i], ws[i + 1], ws[i + 2]
+            if (s | t | lim) & 7 or not s <= t <= lim:
+                continue
+            pa = s - s % lay.align
+            p = by_addr.get(pa)
+            if p is None or not p.start <= s or lim > p.end:
+                continue
+            if (s, t, lim) not in seen:
+                seen.add((s, t, lim))
+                out.append((s, t, lim))
+    return out
+
+
+def _read_some(prog: Program, base: int, size: int) -> bytes:
+    """As much of [base, base+size) as is readable, from the first readable page."""
+    try:
+        return bulk(prog).read(base, size)
+    except Exception:
+        pass
+    step = 4096
+    a = base - base % step
+    parts = []
+    started = False
+    while a < base + size:
+        try:
+            blk = bulk(prog).read(a, step)
+            if not started:
+                blk = blk[max(0, base - a):]
+                started = True
+            parts.append(blk)
+        except Exception:
+            if started:
+                break
+        a += step
+    return b"".join(parts)
+
+
+def _plan(prog: Program, heap: int, pages: list[Page], lay: _Layout) -> list[Page]:
+    """Decide which pages, and which parts of them, hold live objects."""
+    labs = _find_labs(prog, heap, pages, lay)
+    by_addr = {p.address: p for p in pages}
+    for p in pages:
+        p.young = bool(p.flags & (lay.from_flag | lay.to_flag))
+    live = [p for p in pages if not p.flags & lay.from_flag]
+    # The new-space allocation area tells which to-space page is current; the
+    # pages after it in the space's list are unused (stale from earlier cycles).
+    cur = None
+    for s, t, lim in labs:
+        p = by_addr.get(s - s % lay.align)
+        if p is not None and p.flags & lay.to_flag and p.end - p.address <= lay.align:
+            cur = p
+            break
+    if cur is not None and lay.next >= 0:
+        before = {cur.address}
+        link = cur
+        for _ in range(4096):
+            prev = _link(prog, link, lay.prev, lay)
+            q = by_addr.get(prev) if prev else None
+            if q is None or q.address in before:
+                break
+            before.add(q.address)
+            link = q
+        live = [p for p in live if not (p.flags & lay.to_flag and p.owner == cur.owner
+                                        and p.address not in before)]
+    for s, t, lim in labs:
+        if t < lim:
+            p = by_addr.get(s - s % lay.align)
+            if p is not None:
+                p.skips.append((t, lim))
+    for p in live:
+        p.skips.sort()
+        p.marks = _marks(prog, p, lay)
+    return live
+
+
+def _marks(prog: Program, p: Page, lay: _Layout) -> list[int] | None:
+    """For a page V8 has not swept yet, the word indices of its live objects.
+
+    A swept page holds only live objects and free space. An unswept one
+    still holds the objects the last full GC found dead, so only the
+    objects whose first mark bit is set count. A page being swept whose
+    bitmap is already clear has been swept to the end.
+    """
+    try:
+        state = prog.mem.u64(p.meta + lay.sweep_state)
+    except TargetMemoryError:
+        return None
+    if state == 0 or state > 16:  # swept, or not a state word at all (a damaged header)
+        return None
+    bits = lay.align // 8
+    try:
+        bm = bulk(prog).read(p.meta + lay.bitmap, bits // 8)
+    except Exception:
+        return None
+    first = (p.start - p.address) >> 3
+    last = (p.end - p.address) >> 3
+    np = _numpy()
+    if np is not None:
+        idx = np.flatnonzero(np.unpackbits(np.frombuffer(bytes(bm), np.uint8),
+                                           bitorder="little"))
+        idx = idx[(idx >= first) & (idx < last)] - first
+        marks = idx.tolist()
+    else:
+        marks = []
+        for k, b in enumerate(bytes(bm)):
+            if b:
+                for j in range(8):
+                    if b >> j & 1 and first <= 8 * k + j < last:
+                        marks.append(8 * k + j - first)
+    if not marks and state != lay.sweep_pending:
+        return None
+    if p.skips:
+        gaps = [((t - p.start) >> 3, (lim - p.start) >> 3) for t, lim in p.skips]
+        marks = [i for i in marks if not any(a <= i < b for a, b in gaps)]
+    return marks
+
+
+def _link(prog: Program, p: Page, off: int, lay: _Layout) -> int:
+    """The page a list link of p points to (links hold page or metadata addresses)."""
+    try:
+        v = prog.mem.u64(p.meta + off)
+    except TargetMemoryError:
+        return 0
+    if not v:
+        return 0
+    if lay.meta_ptr:
+        try:
+            return prog.mem.u64(v + lay.meta_chunk)
+        except TargetMemoryError:
+            return 0
+    return v
+
+
+def layout(prog: Program) -> _Layout:
+    return _Layout(prog)
+
+
+def _numpy():
+    if os.environ.get("V8DBG_NO_NUMPY"):
+        return None
+    try:
+        import numpy
+        return numpy
+    except ImportError:
+        return None

@@ -90,6 +90,8 @@ class StackDecoder:
         self.recovery: segments.Recovery | None = None
         # What the last decode of each thread found out of V8's own thread state.
         self.recoveries: dict[int, segments.Recovery | None] = {}
+        # Every isolate's thread state (segments.thread_tops), read once.
+        self.thread_tops: list[segments.ThreadTop] | None = None
 
     # -- classification --------------------------------------------------
 

@@ -126,8 +126,8 @@ def _thread_stacks(prog: Program) -> list[tuple[int, int]]:
 
 def thread_tops(prog: Program) -> list[ThreadTop]:
     """Every isolate's ThreadLocalTop with its chain of exit frames (cached)."""
-    cached = prog.cache.get("thread_tops")
-    if isinstance(cached, list):
+    cached = prog.stack.thread_tops
+    if cached is not None:
         return cached
     out: list[ThreadTop] = []
     try:
@@ -139,7 +139,7 @@ def thread_tops(prog: Program) -> list[ThreadTop]:
         if t is not None:
             t.exits = exit_chain(prog, t.c_entry_fp)
             out.append(t)
-    prog.cache["thread_tops"] = out
+    prog.stack.thread_tops = out
     return out
 
 

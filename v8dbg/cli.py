@@ -11,6 +11,7 @@ from .errors import V8DbgError
 USAGE = """usage: python -m v8dbg COMMAND [ARGS] --core CORE --binary NODE
        python -m v8dbg COMMAND -h      help for one command
        python -m v8dbg v8dbg           list the commands
+       python -m v8dbg profile --pid PID [-o FILE]   sample a running node process
 """
 
 
@@ -42,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(USAGE)
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
+    if name == "profile":  # a running process, not a core: a command of its own
+        from .profilecmd import main as profile
+        return profile(rest)
     commands = load_all()
     cmd = commands.get(name)
     if cmd is None:
@@ -70,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     except V8DbgError as e:  # raised while opening the target
         print(f"v8dbg: {e}", file=sys.stderr)
         return 1
+    if name == "v8dbg" and ok and not text.startswith("{"):
+        from .profilecmd import SUMMARY
+        text += f"\n  {'profile':16} {SUMMARY} (standalone only)"
     out = sys.stdout if ok else (sys.stdout if text.startswith("{") else sys.stderr)
     if text:
         try:

@@ -101,6 +101,11 @@ class StackDecoder:
                 fr.constructor = True
         return out
 
+    def decode_machine_frame(self, mf: MachineFrame, caller: bool) -> list[Frame]:
+        """The frames of one machine frame (several when it inlined others),
+        for a caller that walks the stack itself (the profiler)."""
+        return self._decode_one(mf, 0, caller)
+
     def _decode_one(self, mf: MachineFrame, index: int, caller: bool) -> list[Frame]:
         prog = self.prog
         # A caller's pc is a return address, possibly just past a noreturn call.

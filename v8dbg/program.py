@@ -81,6 +81,7 @@ class Program:
         self._modules: list[LoadedModule] | None = None
         self._starts: list[int] = []
         self._sym_cache: dict[int, Symbol | None] = {}
+        self._builtin_cache: dict[int, str | None] = {}
         self.cache: dict[str, object] = {}
         self.generation = backend.generation()
         self.warnings: list[str] = []
@@ -159,8 +160,19 @@ class Program:
 
         A pc is a builtin when it lies in the embedded blob's code (in the
         binary, or in the copy node 22+ maps elsewhere); labels inside a
-        builtin name the builtin they are in.
+        builtin name the builtin they are in. Kept per pc: the code does not move.
         """
+        try:
+            return self._builtin_cache[pc]
+        except KeyError:
+            pass
+        name = self._builtin_at(pc)
+        if len(self._builtin_cache) > 100000:
+            self._builtin_cache.clear()
+        self._builtin_cache[pc] = name
+        return name
+
+    def _builtin_at(self, pc: int) -> str | None:
         lm = self.module_for(pc)
         if lm is None or lm.elf is not self.binary:
             return None

@@ -42,6 +42,9 @@ class Codes:
         self.t_code = md.types.get("CODE_TYPE")
         self.baseline = md.const("CodeKindBaseline")
         self._cache: dict[int, CodeInfo | None] = {}
+        # Where several source positions start at one code offset, Error().stack
+        # takes the last and V8's CPU profiler the first; the profiler sets this.
+        self.first_position_wins = False
 
     # -- finding code --------------------------------------------------
 
@@ -154,11 +157,14 @@ class Codes:
         table = self._table(info.code, "Code", "source_position_table")
         pc_off = mf.pc - info.start - 1
         raw = None
+        last_off = None
         for code_off, src, _stmt in iter_position_table(table, 0,
                                                         md.const("PositionTableEncoding")):
             if code_off > pc_off:
                 break
-            raw = src
+            if code_off != last_off or not self.first_position_wins:
+                raw = src
+            last_off = code_off
         if raw is None:
             fr.note = "no source position for this pc"
             return [fr]

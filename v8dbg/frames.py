@@ -91,7 +91,7 @@ class StackDecoder:
         machine = walk(self.prog, regs, limit)
         out: list[Frame] = []
         for depth, mf in enumerate(machine):
-            out.extend(self._decode_one(mf, len(out), depth > 0))
+            out.extend(self._decode_one(mf, len(out), depth > 0 and not mf.interrupted))
         for i, fr in enumerate(out):
             fr.index = i
             # A construct call leaves a construct frame just below the callee.

@@ -266,7 +266,9 @@ class Tracer:
         self.pump()
 
     def _event(self, tid: int, status: int, sampling: bool) -> str:
-        """Act on one wait status; returns what it was: gone, sample, group, other."""
+        """Act on one wait status; returns what it was: gone, group, other, or,
+        when `sampling` (the thread is left stopped): trap (our interrupt) or
+        signal (a signal on its way, kept to pass on when it is resumed)."""
         th = self.threads.get(tid)
         if os.WIFEXITED(status) or os.WIFSIGNALED(status):
             self._forget(tid)
@@ -286,7 +288,7 @@ class Tracer:
                 _call(PTRACE_LISTEN, tid)
                 return "group"
             if sampling:
-                return "sample"
+                return "trap"
             _call(PTRACE_CONT, tid, 0, 0)  # an interrupt we no longer need
             return "other"
         if event == 0:
@@ -294,7 +296,7 @@ class Tracer:
             if sampling:
                 if th is not None:
                     th.signal_pending = sig
-                return "sample"
+                return "signal"
             _call(PTRACE_CONT, tid, 0, sig)
             return "other"
         _call(PTRACE_CONT, tid, 0, 0)
@@ -322,7 +324,7 @@ class Tracer:
                 continue
             if got == tid:
                 what = self._event(tid, status, sampling)
-                if what in ("sample", "gone", "group"):
+                if what != "other":
                     return what
                 continue
             spins += 1
@@ -353,8 +355,10 @@ class Tracer:
                 self._reap(tid)
             return None
         what = self._wait_stop(tid, STOP_TIMEOUT, sampling=True)
-        if what != "sample":
+        if what not in ("trap", "signal"):
             return None
+        # At a signal-delivery stop the registers are still those of the
+        # interrupted code: as good a sample as our own stop.
         th.stopped = True
         regs = _UserRegs()
         err = _call(PTRACE_GETREGS, tid, 0, ctypes.addressof(regs))
@@ -364,6 +368,8 @@ class Tracer:
         sig, th.signal_pending = th.signal_pending, 0
         _call(PTRACE_CONT, tid, 0, sig)
         th.stopped = False
+        if what == "signal":
+            self._absorb_interrupt(tid)
         held = time.perf_counter_ns() - t0
         if err:
             return None
@@ -373,6 +379,21 @@ class Tracer:
                         time.monotonic())
         th.last = snap
         return snap
+
+    def _absorb_interrupt(self, tid: int) -> None:
+        """Our interrupt is still pending after a sample taken at a signal stop:
+        it stops the thread again as soon as the signal's handler is set up.
+        Take that stop now and let the thread go, so no stale stop is left
+        for the next sample to mistake for its own."""
+        th = self.threads.get(tid)
+        for _ in range(8):
+            what = self._wait_stop(tid, 0.2, sampling=True)
+            if th is None or what not in ("trap", "signal"):
+                return
+            sig, th.signal_pending = th.signal_pending, 0
+            _call(PTRACE_CONT, tid, 0, sig)
+            if what == "trap":
+                return
 
     def _reap(self, tid: int) -> None:
         try:
@@ -432,12 +453,12 @@ class Tracer:
         if th is None:
             return
         if th.stopped:
-            what = "sample"
+            what = "trap"
         elif _call(PTRACE_INTERRUPT, tid) == 0:
             what = self._wait_stop(tid, STOP_TIMEOUT, sampling=True)
         else:
             what = "gone"
-        if what in ("sample", "group"):
+        if what in ("trap", "signal", "group"):
             # A signal it stopped with is delivered as we let go.
             _call(PTRACE_DETACH, tid, 0, th.signal_pending)
         th.stopped = False

@@ -96,6 +96,7 @@ class _CachingDecoder(StackDecoder):
     def __init__(self, prog: Program) -> None:
         super().__init__(prog)
         self._names: dict[tuple[int, int], str] = {}
+        self.code.first_position_wins = True  # lines as V8's own CPU profiler files them
 
     def display_name(self, fn: int, sfi: int, receiver: int | None = None) -> str:
         key = (fn, sfi)
@@ -153,7 +154,7 @@ class StackSampler:
             if depth % PUMP_EVERY == PUMP_EVERY - 1:
                 self.pump()
             try:
-                groups.append(self._machine_frame(mf, depth > 0))
+                groups.append(self._machine_frame(mf, depth > 0 and not mf.interrupted))
             except Exception:  # racing a running process: any decoding may fail
                 groups.append(("js", ((ProfileFrame("<unknown>"), False),)))
         out: list[ProfileFrame] = []

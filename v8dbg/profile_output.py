@@ -279,7 +279,12 @@ def render(prof: Profile, fmt: str, title: str | None = None) -> str:
 
 
 def write(text: str, path: str) -> None:
-    """Write atomically enough that a reader never sees half a profile."""
+    """Write atomically enough that a reader never sees half a profile
+    (a regular file is replaced whole; a pipe or device is written to)."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)

@@ -168,6 +168,7 @@ class Tracer:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.threads: dict[int, _Thread] = {}
+        self.released: set[int] = set()  # threads let go for good: not JavaScript threads
         self.exited = False
         self.exit_status: str | None = None
         self._maps: list[tuple[int, int]] = []
@@ -203,12 +204,13 @@ class Tracer:
         """Stop tracing one thread (one we will not sample)."""
         if tid in self.threads and tid != self.pid:
             self._detach_one(tid)
+            self.released.add(tid)
 
     def refresh_threads(self) -> list[int]:
         """Seize threads started since the last look; returns the new ones."""
         new = []
         for tid in thread_ids(self.pid):
-            if tid in self.threads:
+            if tid in self.threads or tid in self.released:
                 continue
             if _call(PTRACE_SEIZE, tid) == 0:
                 self._add(tid)

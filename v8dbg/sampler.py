@@ -329,11 +329,8 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
     by_tid: dict[int, ThreadSamples] = {}
     role: dict[int, bool] = {}  # tid -> runs an isolate (decided at its first sample)
     period = 1.0 / rate
-    start = time.monotonic()
-    prof.started = start
-    end = start + duration if duration is not None else None
-    next_tick = start
-    next_scan = start + THREAD_RESCAN
+    start = next_tick = next_scan = 0.0
+    end: float | None = None
     rng = random.Random(tracer.pid)
 
     def frame_id(f: ProfileFrame) -> int:
@@ -386,6 +383,10 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
             if all_threads:
                 for tid in sorted(tracer.threads):
                     take(tid, classify=True)
+            # The clock starts once the threads are known.
+            start = next_tick = prof.started = time.monotonic()
+            end = start + duration if duration is not None else None
+            next_scan = start + THREAD_RESCAN
             while stop.reason is None:
                 now = time.monotonic()
                 if end is not None and now >= end:
@@ -417,7 +418,7 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
             if stop.reason is not None:
                 prof.stop_reason = stop.reason
         finally:
-            prof.elapsed = time.monotonic() - start
+            prof.elapsed = time.monotonic() - start if start else 0.0
             tracer.detach()
     if tracer.exited and prof.stop_reason is None:
         prof.stop_reason = "exited"

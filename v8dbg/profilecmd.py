@@ -119,9 +119,10 @@ def _profile(args: argparse.Namespace) -> int:
         raise V8DbgError(f"process {pid} ({exe}) is not a node process v8dbg can read: {e}") \
             from None
     prog.check_binary()
+    sampler = StackSampler(prog, native=args.native, pump=tracer.pump)
+    sampler.prepare()
     _prefer_cpu()
     tracer.attach(all_threads=args.threads == "all")
-    sampler = StackSampler(prog, native=args.native, pump=tracer.pump)
     prof = run(tracer, sampler, backend, args.rate, args.duration,
                all_threads=args.threads == "all", idle=args.idle)
 
@@ -168,7 +169,9 @@ def summary(prof, args: argparse.Namespace) -> str:
     if held:
         med = statistics.median(held) / 1000.0
         p99 = held[min(len(held) - 1, int(len(held) * 0.99))] / 1000.0
-        hold = f"target held per sample: median {med:.0f} µs, p99 {p99:.0f} µs"
+        share = 100.0 * sum(held) / 1e9 / prof.elapsed if prof.elapsed > 0 else 0.0
+        hold = (f"target held per sample: median {med:.0f} µs, p99 {p99:.0f} µs "
+                f"({share:.2f}% of the time)")
     else:
         hold = "no sample held the target"
     rate = prof.ticks / prof.elapsed if prof.elapsed > 0 else 0.0

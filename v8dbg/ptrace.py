@@ -86,7 +86,7 @@ class Snapshot:
     regs: Registers
     stack_base: int  # address of stack[0]
     stack: bytes
-    held_ns: int  # from PTRACE_INTERRUPT to the thread running again
+    held_ns: int  # from the thread seen stopped to it running again
     time: float  # monotonic seconds when taken
 
 
@@ -350,7 +350,6 @@ class Tracer:
         th = self.threads.get(tid)
         if th is None:
             return None
-        t0 = time.perf_counter_ns()
         err = _call(PTRACE_INTERRUPT, tid)
         if err:
             if err == errno.ESRCH:
@@ -359,6 +358,9 @@ class Tracer:
         what = self._wait_stop(tid, STOP_TIMEOUT, sampling=True)
         if what not in ("trap", "signal"):
             return None
+        # Held from here: a thread that was waiting for a CPU when interrupted
+        # stops only once it gets one, and was not held by us meanwhile.
+        t0 = time.perf_counter_ns()
         # At a signal-delivery stop the registers are still those of the
         # interrupted code: as good a sample as our own stop.
         th.stopped = True

@@ -139,6 +139,18 @@ class StackSampler:
         self._builtins: dict[int, str | None] = {}
         self.hits = self.misses = self.failures = 0
 
+    def prepare(self) -> None:
+        """Load what the first samples would otherwise wait for (module list,
+        symbols, the bytecode size table baseline frames need), before the
+        target is attached and the sampling clock starts."""
+        from . import baseline
+        prog = self.prog
+        prog.modules()
+        main = prog.main_module()
+        if main is not None:
+            prog.symbolize(main.start)
+        baseline._sizes(prog)
+
     # -- one sample ---------------------------------------------------------
 
     def decode(self, regs) -> tuple[list[ProfileFrame], bool]:

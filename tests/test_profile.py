@@ -5,8 +5,9 @@ known source line, under node's own `--cpu-prof`. While it runs, `v8dbg
 profile` samples it for a few seconds; then the fixture is told to stop and
 node writes its .cpuprofile. Each hot line's share of the samples (self
 time: the innermost frame is on that line) must be within 5 percentage
-points of the share V8's profiler gives it (its positionTicks, by line: V8
-files inlined code under its caller but keeps the line). The sample count
+points of the share V8's profiler gives it over the same seconds (its
+positionTicks, by line: V8 files inlined code under its caller but keeps
+the line). The sample count
 must be near rate x duration, and the target must run on, untraced, after
 the profiler lets go.
 
@@ -122,14 +123,31 @@ def leaf_lines(doc: dict, file_suffix: str) -> tuple[collections.Counter, int]:
     return c, total
 
 
-def v8_lines(cpuprofile: dict, file_suffix: str) -> tuple[collections.Counter, int]:
-    """V8's self ticks per line of `file_suffix`, and its number of samples."""
+def v8_lines(cpuprofile: dict, file_suffix: str, start: float,
+             end: float) -> tuple[collections.Counter, float]:
+    """V8's self ticks per line of `file_suffix` between monotonic times start
+    and end (seconds), and its number of samples then.
+
+    A .cpuprofile times each sample (CLOCK_MONOTONIC, µs) but counts lines
+    only per node for the whole run (positionTicks): each node's line counts
+    are scaled by the share of its samples that fall in the window. Warm-up
+    and tier changes before the window so do not count.
+    """
+    t = cpuprofile["startTime"]
+    inside: collections.Counter = collections.Counter()
+    every: collections.Counter = collections.Counter()
+    for node, dt in zip(cpuprofile["samples"], cpuprofile["timeDeltas"]):
+        t += dt
+        every[node] += 1
+        if start * 1e6 <= t <= end * 1e6:
+            inside[node] += 1
     c: collections.Counter = collections.Counter()
     for n in cpuprofile["nodes"]:
-        if n["callFrame"]["url"].endswith(file_suffix):
+        if n["callFrame"]["url"].endswith(file_suffix) and every[n["id"]]:
+            share = inside[n["id"]] / every[n["id"]]
             for pt in n.get("positionTicks", []):
-                c[pt["line"]] += pt["ticks"]
-    return c, len(cpuprofile["samples"])
+                c[pt["line"]] += pt["ticks"] * share
+    return c, float(sum(inside.values()))
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -140,6 +158,7 @@ def test_self_time_by_line_matches_cpu_prof(version: str) -> None:
     with LiveNode(version, "profile_hot.js", flags=flags) as node:
         out = node.dir / "p.speedscope.json"
         p = profile(node.pid, "--rate", str(RATE), "--duration", str(DURATION), "-o", str(out))
+        done = time.monotonic()
         assert p.returncode == 0, p.stderr
         assert "Traceback" not in p.stderr, p.stderr
         runs_on_untraced(node)
@@ -159,8 +178,10 @@ def test_self_time_by_line_matches_cpu_prof(version: str) -> None:
     assert 0.5 * expected <= total <= 1.05 * expected, (total, expected, p.stderr)
     assert abs(s["seconds"] - DURATION) < 0.5, s
     assert s["median_us"] > 0 and s["p99_us"] >= s["median_us"], s
-    theirs, v8_total = v8_lines(cpuprofile, "profile_hot.js")
-    assert v8_total > 1000, v8_total
+    # Sampling ended just before the profile was written and the profiler exited.
+    theirs, v8_total = v8_lines(cpuprofile, "profile_hot.js",
+                                done - 0.1 - s["seconds"], done - 0.1)
+    assert v8_total > 0.5 * DURATION * 1e6 / V8_INTERVAL_US, v8_total
     report = []
     for name, line in lines.items():
         a = 100.0 * ours[line] / total

@@ -43,7 +43,9 @@ class Codes:
         self.baseline = md.const("CodeKindBaseline")
         self._cache: dict[int, CodeInfo | None] = {}
         # Where several source positions start at one code offset, Error().stack
-        # takes the last and V8's CPU profiler the first; the profiler sets this.
+        # takes the last (the one the instructions there belong to) and V8's CPU
+        # profiler the first; the profiler sets this for the pc a thread was
+        # interrupted at, to file its samples on the lines V8's profiler does.
         self.first_position_wins = False
 
     # -- finding code --------------------------------------------------

@@ -96,7 +96,6 @@ class _CachingDecoder(StackDecoder):
     def __init__(self, prog: Program) -> None:
         super().__init__(prog)
         self._names: dict[tuple[int, int], str] = {}
-        self.code.first_position_wins = True  # lines as V8's own CPU profiler files them
 
     def display_name(self, fn: int, sfi: int, receiver: int | None = None) -> str:
         key = (fn, sfi)
@@ -222,7 +221,7 @@ class StackSampler:
             else:
                 fn = mem.u64(mf.fp + dec.off_function)
                 if builtin is None:
-                    key = ("j", mf.pc, fn)
+                    key = ("j", mf.pc, fn, caller)
                 elif builtin in INTERPRETER_BUILTINS or builtin.endswith("Handler"):
                     key = ("i", fn, mem.u64(mf.fp + dec.off_bc_array),
                            mem.u64(mf.fp + dec.off_bc_offset))
@@ -239,7 +238,13 @@ class StackSampler:
             self._cache.clear()
             dec.forget()
         self.misses += 1
-        frames = dec.decode_machine_frame(mf, caller)
+        # The interrupted pc's line as V8's CPU profiler files it; a return
+        # address's as Error().stack does (see Codes.first_position_wins).
+        dec.code.first_position_wins = not caller
+        try:
+            frames = dec.decode_machine_frame(mf, caller)
+        finally:
+            dec.code.first_position_wins = False
         kind, conv = self._convert(frames)
         if kind == "js" and not any(f.note for f in frames):
             checks = self._checks(key, frames, mf.pc)

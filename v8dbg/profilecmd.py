@@ -183,6 +183,9 @@ def summary(prof, args: argparse.Namespace) -> str:
         line += f"; {prof.skipped_off_cpu} off-CPU samples skipped"
         if not prof.samples:
             line += " (the process was idle: --idle samples it anyway)"
+    if prof.waiting:
+        line += (f"; {prof.waiting} ticks skipped, the thread waiting for a CPU since its "
+                 "last sample (a busy machine)")
     if prof.failed:
         line += f"; {prof.failed} samples failed"
     return line

@@ -46,6 +46,7 @@ _GROUP_STOP_SIGNALS = (signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SI
 MAX_STACK_COPY = 1 << 20  # V8 limits a JS stack to ~1 MB; deeper frames are not walked
 STOP_TIMEOUT = 2.0  # seconds to wait for an interrupted thread to stop
 SPIN_POLLS = 20  # waitpid polls before sleeping on SIGCHLD
+SYNC_WAIT = 0.002  # seconds a sample waits for its stop before it is left pending
 MAX_THREADS = 4096
 
 
@@ -88,6 +89,7 @@ class Snapshot:
     stack: bytes
     held_ns: int  # from the thread seen stopped to it running again
     time: float  # monotonic seconds when taken
+    on_cpu: bool = True  # running or runnable when the sample was asked for
 
 
 @dataclass
@@ -97,6 +99,9 @@ class _Thread:
     stack: tuple[int, int] | None = None  # the mapping holding its stack pointer
     signal_pending: int = 0  # a signal it stopped with, to hand back when resumed
     stopped: bool = False  # in a ptrace stop we took for a sample, not yet resumed
+    want: bool = False  # interrupted, stop not seen yet: sample it when it comes
+    want_on_cpu: bool = True
+    stale: bool = False  # an interrupt's stop still to come, after a sample at a signal stop
     last: Snapshot | None = None
 
 
@@ -174,6 +179,7 @@ class Tracer:
         self._maps: list[tuple[int, int]] = []
         self._maps_time = 0.0
         self._buf = ctypes.create_string_buffer(MAX_STACK_COPY)
+        self.ready: list[Snapshot] = []
         self._old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
 
     # -- attaching --------------------------------------------------------
@@ -291,14 +297,30 @@ class Tracer:
                 return "group"
             if sampling:
                 return "trap"
+            if th is not None and th.want:  # a sample left pending: take it now
+                th.want = False
+                snap = self._snapshot(th, "trap", th.want_on_cpu)
+                if snap is not None:
+                    self.ready.append(snap)
+                return "other"
+            if th is not None:
+                th.stale = False
             _call(PTRACE_CONT, tid, 0, 0)  # an interrupt we no longer need
             return "other"
         if event == 0:
             # A signal on its way to the thread: pass it on (after a sample if we wanted one).
+            if th is not None:
+                th.signal_pending = sig
             if sampling:
-                if th is not None:
-                    th.signal_pending = sig
                 return "signal"
+            if th is not None and th.want:
+                th.want = False
+                snap = self._snapshot(th, "signal", th.want_on_cpu)
+                if snap is not None:
+                    self.ready.append(snap)
+                return "other"
+            if th is not None:
+                th.signal_pending = 0
             _call(PTRACE_CONT, tid, 0, sig)
             return "other"
         _call(PTRACE_CONT, tid, 0, 0)
@@ -342,25 +364,47 @@ class Tracer:
 
     # -- sampling -------------------------------------------------------------
 
-    def sample(self, tid: int) -> Snapshot | None:
+    def sample(self, tid: int, on_cpu: bool = True,
+               wait: float = SYNC_WAIT) -> Snapshot | None:
         """Stop one thread, copy its registers and stack top, let it run on.
 
-        None when the thread is gone, stopped by a signal, or did not stop.
+        A thread on a CPU stops within microseconds. One waiting for a CPU
+        stops only when it gets one: after `wait` seconds the sample is left
+        pending and taken when the stop comes (see `take_ready`). None when
+        the thread is gone, stopped by a signal, pending, or still has a stop
+        of an earlier sample to come.
         """
         th = self.threads.get(tid)
-        if th is None:
+        if th is None or th.want or th.stale:
             return None
         err = _call(PTRACE_INTERRUPT, tid)
         if err:
             if err == errno.ESRCH:
                 self._reap(tid)
             return None
-        what = self._wait_stop(tid, STOP_TIMEOUT, sampling=True)
+        what = self._wait_stop(tid, wait, sampling=True)
+        if what == "timeout":
+            th.want, th.want_on_cpu = True, on_cpu
+            return None
         if what not in ("trap", "signal"):
             return None
+        return self._snapshot(th, what, on_cpu)
+
+    def pending(self, tid: int) -> bool:
+        th = self.threads.get(tid)
+        return th is not None and (th.want or th.stale)
+
+    def take_ready(self) -> list[Snapshot]:
+        """Samples taken since the last call for threads that stopped late."""
+        out, self.ready = self.ready, []
+        return out
+
+    def _snapshot(self, th: _Thread, what: str, on_cpu: bool) -> Snapshot | None:
+        """The thread is in a ptrace stop: copy, resume, and only then build the sample."""
         # Held from here: a thread that was waiting for a CPU when interrupted
         # stops only once it gets one, and was not held by us meanwhile.
         t0 = time.perf_counter_ns()
+        tid = th.tid
         # At a signal-delivery stop the registers are still those of the
         # interrupted code: as good a sample as our own stop.
         th.stopped = True
@@ -373,31 +417,19 @@ class Tracer:
         _call(PTRACE_CONT, tid, 0, sig)
         th.stopped = False
         if what == "signal":
-            self._absorb_interrupt(tid)
+            # Our interrupt is still pending: it stops the thread again once the
+            # handler is set up. That stop is no sample (pump lets it go); until
+            # it has come, the thread is not interrupted again.
+            th.stale = True
         held = time.perf_counter_ns() - t0
         if err:
             return None
         # The copy leaves the shared buffer only now, with the thread running again.
         data = ctypes.string_at(ctypes.addressof(self._buf), copied) if copied > 0 else b""
         snap = Snapshot(tid, Registers(regs.rip, regs.rsp, regs.rbp), base, data, held,
-                        time.monotonic())
+                        time.monotonic(), on_cpu)
         th.last = snap
         return snap
-
-    def _absorb_interrupt(self, tid: int) -> None:
-        """Our interrupt is still pending after a sample taken at a signal stop:
-        it stops the thread again as soon as the signal's handler is set up.
-        Take that stop now and let the thread go, so no stale stop is left
-        for the next sample to mistake for its own."""
-        th = self.threads.get(tid)
-        for _ in range(8):
-            what = self._wait_stop(tid, 0.2, sampling=True)
-            if th is None or what not in ("trap", "signal"):
-                return
-            sig, th.signal_pending = th.signal_pending, 0
-            _call(PTRACE_CONT, tid, 0, sig)
-            if what == "trap":
-                return
 
     def _reap(self, tid: int) -> None:
         try:

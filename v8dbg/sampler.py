@@ -23,6 +23,7 @@ from typing import Callable
 from .errors import TargetMemoryError
 from .frames import INTERPRETER_BUILTINS, Frame, StackDecoder
 from .program import Program
+from .ptrace import STOP_TIMEOUT, SYNC_WAIT
 from .unwind import MachineFrame, walk
 
 MAX_CACHE = 50000  # decoded machine frames kept
@@ -69,6 +70,7 @@ class Profile:
     ticks: int = 0  # times the sampling clock fired
     skipped_off_cpu: int = 0
     failed: int = 0  # threads that could not be stopped or read at a tick
+    waiting: int = 0  # ticks a thread skipped, its last sample waiting for it to get a CPU
     held_ns: list[int] = field(default_factory=list)
     stop_reason: str | None = None  # None: --duration reached
     cache_hits: int = 0
@@ -370,15 +372,28 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
 
     def take(tid: int, classify: bool = False) -> None:
         """One sample of one thread; `classify` only decides whether it runs an isolate."""
+        if tracer.pending(tid):
+            prof.waiting += 1  # its last sample is still to come: no CPU since
+            return
         on_cpu = tracer.on_cpu(tid)
         if not classify and not on_cpu and not idle:
             prof.skipped_off_cpu += 1
             return
-        snap = tracer.sample(tid)
+        snap = tracer.sample(tid, on_cpu, wait=STOP_TIMEOUT if classify else SYNC_WAIT)
         if snap is None:
-            if not classify:
+            if not classify and not tracer.pending(tid):
                 prof.failed += 1
             return
+        use(snap, classify)
+
+    def late() -> None:
+        """Samples of threads that stopped after their tick (they were waiting for a CPU)."""
+        for snap in tracer.take_ready():
+            if role.get(snap.tid, True):
+                use(snap)
+
+    def use(snap, classify: bool = False) -> None:
+        tid, on_cpu = snap.tid, snap.on_cpu
         backend.use(snap)
         try:
             frames, v8 = sampler.decode(snap.regs)
@@ -416,6 +431,7 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
                     if end is not None:
                         wait = min(wait, max(end - now, 0.0))
                     tracer.wait_events(wait)
+                    late()
                     continue
                 # The next tick, a little jittered so a periodic workload cannot alias.
                 next_tick += period * rng.uniform(0.75, 1.25)
@@ -432,6 +448,7 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
                     if tid in tracer.threads:
                         take(tid)
                     tracer.pump()
+                    late()
             if stop.reason is not None:
                 prof.stop_reason = stop.reason
         finally:

@@ -56,7 +56,6 @@ class ThreadSamples:
     name: str
     main: bool
     stacks: list[tuple[int, ...]] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)  # seconds since the profile began
 
 
 @dataclass
@@ -73,9 +72,6 @@ class Profile:
     waiting: int = 0  # ticks a thread skipped, its last sample waiting for it to get a CPU
     held_ns: list[int] = field(default_factory=list)
     stop_reason: str | None = None  # None: --duration reached
-    cache_hits: int = 0
-    cache_misses: int = 0
-    revalidation_failures: int = 0
 
     @property
     def samples(self) -> int:
@@ -359,7 +355,7 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
             prof.frames.append(f)
         return i
 
-    def record(tid: int, frames: list[ProfileFrame], on_cpu: bool, when: float) -> None:
+    def record(tid: int, frames: list[ProfileFrame], on_cpu: bool) -> None:
         ts = by_tid.get(tid)
         if ts is None:
             main = tid == tracer.pid
@@ -368,7 +364,6 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
         if not frames:
             frames = [PROGRAM if on_cpu else IDLE]
         ts.stacks.append(tuple(frame_id(f) for f in reversed(frames)))
-        ts.times.append(when - start)
 
     def take(tid: int, classify: bool = False) -> None:
         """One sample of one thread; `classify` only decides whether it runs an isolate."""
@@ -408,7 +403,7 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
         prof.held_ns.append(snap.held_ns)
         if not sampler.native:
             frames = [f for f in frames if f.kind != "native"]
-        record(tid, frames, on_cpu, snap.time)
+        record(tid, frames, on_cpu)
 
     with _Stop() as stop:
         try:
@@ -457,6 +452,4 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
     if tracer.exited and prof.stop_reason is None:
         prof.stop_reason = "exited"
     prof.threads = sorted(by_tid.values(), key=lambda t: (not t.main, t.tid))
-    prof.cache_hits, prof.cache_misses = sampler.hits, sampler.misses
-    prof.revalidation_failures = sampler.failures
     return prof

@@ -151,7 +151,8 @@ class StackSampler:
     # -- one sample ---------------------------------------------------------
 
     def decode(self, regs) -> tuple[list[ProfileFrame], bool]:
-        """(frames innermost first, whether any frame is V8's: JS or internal).
+        """(frames innermost first, native ones included, and whether any frame
+        is V8's: JS or internal).
 
         The caller has pointed the backend at the snapshot's stack copy.
         """
@@ -172,9 +173,8 @@ class StackSampler:
             if kind in ("internal", "construct"):
                 v8 = True
                 continue
-            if kind == "native":
-                if self.native:
-                    out.extend(f for f, _ in frames)
+            if kind == "native":  # kept here (they tell a worker's thread), dropped later
+                out.extend(f for f, _ in frames)
                 continue
             v8 = True
             nxt = groups[i + 1][0] if i + 1 < len(groups) else None

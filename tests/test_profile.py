@@ -12,7 +12,8 @@ must be near rate x duration, and the target must run on, untraced, after
 the profiler lets go.
 
 Also: the three output formats parse (speedscope JSON structure, SVG as
-XML), --native, --idle and --threads all on a fixture whose main thread
+XML, its hover and zoom script run by node against a stand-in for the DOM),
+--native, --idle and --threads all on a fixture whose main thread
 idles while a worker spins, and bad input (a pid that is not node, no such
 pid, a process another tracer holds, a process that exits mid-profile,
 Ctrl-C).
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from support import FIXTURES, ROOT, VERSIONS, LiveNode
+from support import FIXTURES, ROOT, VERSIONS, LiveNode, node_binary
 
 RATE = 399
 DURATION = 4.0
@@ -194,7 +195,7 @@ def test_self_time_by_line_matches_cpu_prof(version: str) -> None:
     assert s["median_us"] > 0 and s["p99_us"] >= s["median_us"], s
 
 
-def test_output_formats() -> None:
+def test_output_formats(tmp_path: Path) -> None:
     """SVG (well-formed, self-contained, interactive), folded (JS-only and
     --native) and speedscope (--format overriding the file's extension)."""
     version = VERSIONS[-1]
@@ -230,6 +231,21 @@ def test_output_formats() -> None:
     for name, line in lines.items():
         want = re.compile(rf"^{name} \(.*profile_hot\.js:{line}\) \(\d+ samples?, [\d.]+%\)$")
         assert any(want.match(t) for t in titles), (name, titles)
+    # Its script, run against a stand-in for the DOM: hover names the frame and
+    # its share, a click zooms the frame to the full width, reset undoes it.
+    kept = tmp_path / "flame.svg"
+    kept.write_text(svg_text)
+    dom = subprocess.run([str(node_binary(version)), str(FIXTURES / "flamegraph_dom.js"),
+                          str(kept), "hotAlpha ("], capture_output=True, text=True, timeout=60)
+    assert dom.returncode == 0, dom.stderr
+    js = json.loads(dom.stdout)
+    assert js["found"] and js["frames"] == len(titles), js
+    assert re.match(rf"^hotAlpha \(.*profile_hot\.js:{lines['hotAlpha']}\) "
+                    r"\(\d+ samples?, [\d.]+%\)$", js["hover"]), js
+    assert js["zoomed"]["x"] == 10 and js["zoomed"]["width"] == 1180, js
+    assert js["zoomed"]["text"].startswith("hotAlpha ("), js
+    assert js["hidden"] > 0 and js["reset_visible"] == "visible", js
+    assert js["after_reset"]["hidden"] == 0 and js["after_reset"]["width"] < 1180, js
 
     # Folded: `frames;... count`, rooted at the thread; JS frames only by default.
     def parse_folded(text: str) -> list[tuple[list[str], int]]:

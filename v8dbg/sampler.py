@@ -224,7 +224,7 @@ class StackSampler:
                     key = ("i", fn, mem.u64(mf.fp + dec.off_bc_array),
                            mem.u64(mf.fp + dec.off_bc_offset))
                 else:
-                    key = ("b", fn, builtin)
+                    key = ("b", fn, builtin, caller)
         except TargetMemoryError:
             return self._convert(dec.decode_machine_frame(mf, caller))
         entry = self._cache.get(key)
@@ -244,6 +244,8 @@ class StackSampler:
         finally:
             dec.code.first_position_wins = False
         kind, conv = self._convert(frames)
+        if key[0] == "b" and not caller and kind == "js":
+            conv = self._frameless(frames, builtin, conv)
         if kind == "js" and not any(f.note for f in frames):
             checks = self._checks(key, frames, mf.pc)
             if checks is not None:
@@ -273,6 +275,30 @@ class StackSampler:
             else:
                 out.append((ProfileFrame(name, fr.script, fr.line, fr.column), fr.inlined))
         return "js", tuple(out)
+
+    def _frameless(self, frames: list[Frame], builtin: str | None, conv: tuple) -> tuple:
+        """The interrupted pc is in a builtin, but the frame is a script function's.
+
+        A builtin that implements a JavaScript function (Array.prototype.map)
+        runs in a frame of its own, holding that function, which has no
+        script; a stub (a call trampoline, an arithmetic or allocation helper)
+        runs on its caller's frame before setting up one, if it ever does.
+        Then the stub is the innermost frame and the script function its
+        caller, at a line we do not know.
+        """
+        fr = frames[-1]
+        try:
+            script = self.dec.f.script(fr.sfi) if fr.sfi is not None else None
+        except (TargetMemoryError, ValueError):
+            script = None
+        if script is None or builtin is None:
+            return conv
+        try:
+            name = self.dec.f.script_name(script)
+        except TargetMemoryError:
+            name = None
+        return ((ProfileFrame(builtin, None, None, None), True),
+                (ProfileFrame(fr.function or "(anonymous)", name, None, None), False))
 
     def _checks(self, key: tuple, frames: list[Frame], pc: int) -> tuple | None:
         """Words to re-read before trusting this entry again."""

@@ -38,7 +38,16 @@ class Program(Target):
         self.md = metadata.load(self.binary)
 
     def builtin_at(self, pc: int) -> str | None:
-        return builtins.builtin_at(self, pc)
+        """The embedded builtin holding pc, kept per pc: the code does not move."""
+        try:
+            return self._builtin_cache[pc]
+        except KeyError:
+            pass
+        name = builtins.builtin_at(self, pc)
+        if len(self._builtin_cache) > 100000:
+            self._builtin_cache.clear()
+        self._builtin_cache[pc] = name
+        return name
 
     def refresh(self) -> bool:
         """Forget memory and everything decoded from it if a live target ran."""

@@ -13,7 +13,7 @@ import sys
 
 from .. import __version__
 from ..errors import V8DbgError
-from . import Command, Session, launch, load_all
+from . import Command, Session, launch, load_all, profile
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -105,6 +105,8 @@ def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.Argu
                                     parents=[cmd.parser, target], add_help=False)
     for name, (summary, description) in LAUNCHERS.items():
         subs[name] = sub.add_parser(name, help=summary, description=description)
+    subs["profile"] = sub.add_parser("profile", help=f"{profile.SUMMARY} (standalone only)",
+                                     add_help=False)
     subs["help"] = sub.add_parser("help", help="help for one command: help COMMAND",
                                   description="Show the help of COMMAND (or of v8dbg).")
     subs["help"].add_argument("topic", nargs="?", metavar="COMMAND")
@@ -186,6 +188,9 @@ def _main(argv: list[str], prog: str) -> int:
     if argv and argv[0] in ("gdb", "lldb"):
         # Everything after the name is the debugger's, `--help` included.
         return launch.run_debugger(argv[0], argv[1:])
+    if argv and argv[0] == "profile":
+        # A running process, not a core: a command with options of its own.
+        return profile.main(argv[1:])
     argv = _hoist_target_options(argv)
     commands = load_all()
     top, subs = build_parser(commands, prog)
@@ -197,6 +202,8 @@ def _main(argv: list[str], prog: str) -> int:
     if name == "help":
         if args.topic is None:
             top.print_help()
+        elif args.topic == "profile":
+            profile.main(["--help"])
         elif args.topic in subs:
             subs[args.topic].print_help()
         else:

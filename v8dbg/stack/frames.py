@@ -124,7 +124,7 @@ class StackDecoder:
         machine, self.recovery = segments.complete(self.prog, regs, machine, limit)
         out: list[Frame] = []
         for depth, mf in enumerate(machine):
-            out.extend(self._decode_one(mf, len(out), depth > 0))
+            out.extend(self._decode_one(mf, len(out), depth > 0 and not mf.interrupted))
         for i, fr in enumerate(out):
             fr.index = i
             # A construct call leaves a construct frame just below the callee.
@@ -133,6 +133,11 @@ class StackDecoder:
                     out[i + 1].frame_type in ("ConstructFrame", "FastConstructFrame"):
                 fr.constructor = True
         return out
+
+    def decode_machine_frame(self, mf: MachineFrame, caller: bool) -> list[Frame]:
+        """The frames of one machine frame (several when it inlined others),
+        for a caller that walks the stack itself (the profiler)."""
+        return self._decode_one(mf, 0, caller)
 
     def _decode_one(self, mf: MachineFrame, index: int, caller: bool) -> list[Frame]:
         prog = self.prog

@@ -234,7 +234,21 @@ class CfiTable:
         return begin, begin + size, code_align, insns, (data_align, cie_insns)
 
     def rule_at(self, pc: int) -> Rule | None:
-        """The unwind rule in effect at a link-time pc, or None without CFI."""
+        """The unwind rule in effect at a link-time pc, or None without CFI.
+
+        Kept per pc: a profiler unwinds the same return addresses many times.
+        """
+        try:
+            return self._rule_cache[pc]
+        except KeyError:
+            pass
+        rule = self._rule_at(pc)
+        if len(self._rule_cache) > 100000:
+            self._rule_cache.clear()
+        self._rule_cache[pc] = rule
+        return rule
+
+    def _rule_at(self, pc: int) -> Rule | None:
         found = self.find_fde(pc)
         if found is None:
             return None

@@ -82,6 +82,9 @@ class Target:
         self._modules: list[LoadedModule] | None = None
         self._starts: list[int] = []
         self._sym_cache: dict[int, Symbol | None] = {}
+        self._builtin_cache: dict[int, str | None] = {}
+        # pc -> whether it is the signal-return trampoline (unwinding through handlers).
+        self.sigreturn_pcs: dict[int, bool] = {}
         self.generation = backend.generation()
         self.warnings: list[str] = []
 

@@ -17,6 +17,15 @@ from .process import Target
 MAX_FRAMES = 4096
 
 
+# x86-64 Linux rt_sigreturn trampoline (glibc's __restore_rt): mov $15, %rax; syscall.
+SIGRETURN_CODE = bytes.fromhex("48c7c00f0000000f05")
+# Where a signal frame keeps the interrupted registers: the ucontext sits at
+# the trampoline's sp; its mcontext (after uc_flags, uc_link and uc_stack)
+# holds r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, 8 bytes each.
+UC_MCONTEXT = 40
+MC_RBP, MC_RSP, MC_RIP = 10 * 8, 15 * 8, 16 * 8
+
+
 @dataclass
 class MachineFrame:
     """One physical frame: the pc being executed and its frame registers."""
@@ -25,27 +34,56 @@ class MachineFrame:
     sp: int
     fp: int
     native: bool  # unwound through CFI (C/C++); else a V8 or unknown frame
+    interrupted: bool = False  # resumes at pc (a signal arrived there): pc is no return address
+
+
+def _sigreturn(prog: Target, pc: int) -> bool:
+    """Is pc the signal-return trampoline a handler returns into?"""
+    cache = prog.sigreturn_pcs
+    hit = cache.get(pc)
+    if hit is None:
+        try:
+            hit = prog.mem.read(pc, len(SIGRETURN_CODE)) == SIGRETURN_CODE
+        except TargetMemoryError:
+            hit = False
+        cache[pc] = hit
+    return hit
 
 
 def walk(prog: Target, regs: Registers, limit: int = MAX_FRAMES,
          caller: bool = False) -> list[MachineFrame]:
     """`caller`: regs.rip is a return address (a frame found on the stack),
     so its unwind rule is looked up at the call, as for every outer frame."""
+    starts_at_call = caller
     mem = prog.mem
     pc, sp, fp = regs.rip, regs.rsp, regs.rbp
     frames: list[MachineFrame] = []
     seen: set[tuple[int, int]] = set()
+    interrupted = False
     for depth in range(min(limit, MAX_FRAMES)):
         if pc == 0 or (pc, sp) in seen:
             break
         seen.add((pc, sp))
+        caller = (depth > 0 or starts_at_call) and not interrupted
+        if caller and _sigreturn(prog, pc):
+            # A signal handler's frame ends here: go on from the registers the
+            # kernel saved when the signal interrupted the code below.
+            frames.append(MachineFrame(pc, sp, fp, True))
+            try:
+                mc = sp + UC_MCONTEXT
+                pc, fp, sp = mem.u64(mc + MC_RIP), mem.u64(mc + MC_RBP), mem.u64(mc + MC_RSP)
+            except TargetMemoryError:
+                break
+            interrupted = True
+            continue
         lm = prog.module_for(pc)
         rule = None
         if lm is not None and prog.builtin_at(pc) is None and lm.cfi is not None:
-            link = lm.link_address(pc - (1 if depth or caller else 0))
+            link = lm.link_address(pc - (1 if caller else 0))
             rule = lm.cfi.rule_at(link) if link is not None else None
+        was_interrupted, interrupted = interrupted, False
         if rule is not None and rule.cfa_reg in (RSP, RBP):
-            frames.append(MachineFrame(pc, sp, fp, True))
+            frames.append(MachineFrame(pc, sp, fp, True, was_interrupted))
             cfa = (sp if rule.cfa_reg == RSP else fp) + rule.cfa_off
             try:
                 ra = mem.u64(cfa + rule.ra_off)
@@ -56,7 +94,7 @@ def walk(prog: Target, regs: Registers, limit: int = MAX_FRAMES,
                 break
             pc, sp, fp = ra, cfa, nfp
             continue
-        frames.append(MachineFrame(pc, sp, fp, False))
+        frames.append(MachineFrame(pc, sp, fp, False, was_interrupted))
         # Frame-pointer step; the chain must move up the stack.
         if fp == 0 or fp < sp or fp & 7:
             break

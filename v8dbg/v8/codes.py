@@ -41,6 +41,11 @@ class Codes:
         self.baseline = md.const("CodeKindBaseline")
         self._deopt = None
         self._cache: dict[int, CodeInfo | None] = {}
+        # Where several source positions start at one code offset, Error().stack
+        # takes the last (the one the instructions there belong to) and V8's CPU
+        # profiler the first; the profiler sets this for the pc a thread was
+        # interrupted at, to file its samples on the lines V8's profiler does.
+        self.first_position_wins = False
 
     # -- finding code --------------------------------------------------
 
@@ -143,11 +148,14 @@ class Codes:
         table = self.f._table_bytes(info.code, "Code", "source_position_table")
         pc_off = pc - info.start - 1
         raw = None
+        last_off = None
         for code_off, src, _stmt in iter_position_table(table, 0,
                                                         md.const("PositionTableEncoding")):
             if code_off > pc_off:
                 break
-            raw = src
+            if code_off != last_off or not self.first_position_wins:
+                raw = src
+            last_off = code_off
         if raw is None:
             return [], "no source position for this pc"
         chain: list[tuple[int, int]] = []

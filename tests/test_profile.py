@@ -1,0 +1,413 @@
+"""`v8dbg profile`: sampling a running node process, checked against V8's own profiler.
+
+tests/fixtures/profile_hot.js spins in three hot functions, each on one
+known source line, under node's own `--cpu-prof`. While it runs, `v8dbg
+profile` samples it for a few seconds; then the fixture is told to stop and
+node writes its .cpuprofile. Each hot line's share of the samples (self
+time: the innermost frame is on that line) must be within 5 percentage
+points of the share V8's profiler gives it over the same seconds (its
+positionTicks, by line: V8 files inlined code under its caller but keeps
+the line). The sample count
+must be near rate x duration, and the target must run on, untraced, after
+the profiler lets go.
+
+Also: the three output formats parse (speedscope JSON structure, SVG as
+XML, its hover and zoom script run by node against a stand-in for the DOM),
+--native, --idle and --threads all on a fixture whose main thread
+idles while a worker spins, and bad input (a pid that is not node, no such
+pid, a process another tracer holds, a process that exits mid-profile,
+Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from support import FIXTURES, ROOT, VERSIONS, LiveNode, node_binary
+
+RATE = 399
+DURATION = 4.0
+V8_INTERVAL_US = 500  # V8's own sampling, twice its default rate: less noise to compare with
+TOLERANCE = 5.0  # percentage points
+HOT = ("hotAlpha", "hotBeta", "hotGamma")
+SUMMARY = re.compile(
+    r"^v8dbg: profile: (\d+) samples(?: of \d+ threads)? in ([\d.]+) s "
+    r"\(([\d.]+) Hz achieved, ([\d.]+) Hz asked\); "
+    r"(?:target held per sample: median (\d+) µs, p99 (\d+) µs|no sample held the target)",
+    re.M)
+
+
+def hot_lines(fixture: str = "profile_hot.js", names=HOT) -> dict[str, int]:
+    """Source line (1-based) of each hot function: each sits on one line."""
+    text = (FIXTURES / fixture).read_text().splitlines()
+    return {n: i + 1 for i, line in enumerate(text) for n in names
+            if line.startswith(f"function {n}(")}
+
+
+def profile(pid: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "v8dbg", "profile", "--pid", str(pid), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def summary(stderr: str) -> dict:
+    m = SUMMARY.search(stderr)
+    assert m, f"no summary line on stderr:\n{stderr}"
+    return {"samples": int(m.group(1)), "seconds": float(m.group(2)),
+            "achieved": float(m.group(3)), "asked": float(m.group(4)),
+            "median_us": int(m.group(5) or 0), "p99_us": int(m.group(6) or 0)}
+
+
+def tracer_of(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("TracerPid:"):
+            return int(line.split()[1])
+    raise AssertionError("no TracerPid line")
+
+
+def runs_on_untraced(node: LiveNode) -> None:
+    """Alive, not traced by anyone, and its CPU time still grows."""
+    assert node.alive(), "the process died while or after being profiled"
+    assert tracer_of(node.pid) == 0, "the profiler left the process traced"
+    t1 = t2 = node.cpu_time()
+    deadline = time.monotonic() + 5
+    while t2 <= t1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        t2 = node.cpu_time()
+    assert t2 > t1, "the process stopped running after the profiler let go"
+
+
+def speedscope_ok(doc: dict) -> None:
+    """The speedscope file format: shared frames, one sampled profile per thread."""
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = doc["shared"]["frames"]
+    assert frames, doc
+    for f in frames:
+        assert isinstance(f["name"], str) and f["name"], f
+        assert set(f) <= {"name", "file", "line", "col"}, f
+        if "file" in f:
+            assert isinstance(f["file"], str)
+        for k in ("line", "col"):
+            if k in f:
+                assert isinstance(f[k], int) and f[k] >= 1, f
+    assert doc["profiles"], doc
+    for p in doc["profiles"]:
+        assert p["type"] == "sampled" and p["unit"] == "milliseconds", p["type"]
+        assert isinstance(p["name"], str)
+        assert p["startValue"] == 0 and p["endValue"] > 0
+        assert len(p["samples"]) == len(p["weights"])
+        assert all(w > 0 for w in p["weights"])
+        for st in p["samples"]:
+            assert st and all(isinstance(i, int) and 0 <= i < len(frames) for i in st)
+
+
+def leaf_lines(doc: dict, file_suffix: str) -> tuple[collections.Counter, int]:
+    """Samples per line of the innermost frame when it is in `file_suffix`."""
+    frames = doc["shared"]["frames"]
+    c: collections.Counter = collections.Counter()
+    total = 0
+    for p in doc["profiles"]:
+        for st in p["samples"]:
+            total += 1
+            leaf = frames[st[-1]]  # root first: the leaf is last
+            if leaf.get("file", "").endswith(file_suffix):
+                c[leaf.get("line")] += 1
+    return c, total
+
+
+def v8_lines(cpuprofile: dict, file_suffix: str, start: float,
+             end: float) -> tuple[collections.Counter, float]:
+    """V8's self ticks per line of `file_suffix` between monotonic times start
+    and end (seconds), and its number of samples then.
+
+    A .cpuprofile times each sample (CLOCK_MONOTONIC, µs) but counts lines
+    only per node for the whole run (positionTicks): each node's line counts
+    are scaled by the share of its samples that fall in the window. Warm-up
+    and tier changes before the window so do not count.
+    """
+    t = cpuprofile["startTime"]
+    inside: collections.Counter = collections.Counter()
+    every: collections.Counter = collections.Counter()
+    for node, dt in zip(cpuprofile["samples"], cpuprofile["timeDeltas"]):
+        t += dt
+        every[node] += 1
+        if start * 1e6 <= t <= end * 1e6:
+            inside[node] += 1
+    c: collections.Counter = collections.Counter()
+    for n in cpuprofile["nodes"]:
+        if n["callFrame"]["url"].endswith(file_suffix) and every[n["id"]]:
+            share = inside[n["id"]] / every[n["id"]]
+            for pt in n.get("positionTicks", []):
+                c[pt["line"]] += pt["ticks"] * share
+    return c, float(sum(inside.values()))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_self_time_by_line_matches_cpu_prof(version: str) -> None:
+    lines = hot_lines()
+    assert len(lines) == 3
+    flags = ("--cpu-prof", "--cpu-prof-dir=.", f"--cpu-prof-interval={V8_INTERVAL_US}")
+    with LiveNode(version, "profile_hot.js", flags=flags) as node:
+        out = node.dir / "p.speedscope.json"
+        p = profile(node.pid, "--rate", str(RATE), "--duration", str(DURATION), "-o", str(out))
+        done = time.monotonic()
+        assert p.returncode == 0, p.stderr
+        assert "Traceback" not in p.stderr, p.stderr
+        runs_on_untraced(node)
+        (node.dir / "stop").write_text("stop")
+        node.proc.wait(timeout=60)
+        profiles = list(node.dir.glob("*.cpuprofile"))
+        assert profiles, "node wrote no .cpuprofile"
+        cpuprofile = json.loads(profiles[0].read_text())
+        doc = json.loads(out.read_text())
+    s = summary(p.stderr)
+    speedscope_ok(doc)
+    assert [pr["name"] for pr in doc["profiles"]] == [f"main thread {node.pid}"]
+    ours, total = leaf_lines(doc, "profile_hot.js")
+    assert total == s["samples"]
+    # Sampling ended just before the profile was written and the profiler exited.
+    theirs, v8_total = v8_lines(cpuprofile, "profile_hot.js",
+                                done - 0.1 - s["seconds"], done - 0.1)
+    assert v8_total > 500, v8_total
+    report = []
+    for name, line in lines.items():
+        a = 100.0 * ours[line] / total
+        b = 100.0 * theirs[line] / v8_total
+        report.append(f"{name} line {line}: v8dbg {a:.1f}%, V8 {b:.1f}%")
+    for name, line in lines.items():
+        a = 100.0 * ours[line] / total
+        b = 100.0 * theirs[line] / v8_total
+        assert b > 10.0, f"V8 saw little of {name}: " + "; ".join(report)
+        assert abs(a - b) <= TOLERANCE, f"{version}: " + "; ".join(report)
+    expected = RATE * DURATION
+    # A busy 2-core machine delays the sampler; never more samples than asked for.
+    assert 0.5 * expected <= total <= 1.05 * expected, (total, expected, p.stderr)
+    assert abs(s["seconds"] - DURATION) < 0.5, s
+    assert s["median_us"] > 0 and s["p99_us"] >= s["median_us"], s
+
+
+def test_output_formats(tmp_path: Path) -> None:
+    """SVG (well-formed, self-contained, interactive), folded (JS-only and
+    --native) and speedscope (--format overriding the file's extension)."""
+    version = VERSIONS[-1]
+    lines = hot_lines()
+    with LiveNode(version, "profile_hot.js") as node:
+        svg_path = node.dir / "flame.svg"
+        p_svg = profile(node.pid, "--duration", "1.5", "-o", str(svg_path))
+        folded_path = node.dir / "stacks.folded"
+        p_folded = profile(node.pid, "--duration", "1", "--rate", "199", "-o", str(folded_path))
+        p_native = profile(node.pid, "--duration", "1", "--native")
+        txt_path = node.dir / "named.txt"
+        p_ss = profile(node.pid, "--duration", "1", "--format", "speedscope", "-o", str(txt_path))
+        runs_on_untraced(node)
+        svg_text = svg_path.read_text()
+        folded_text = folded_path.read_text()
+        ss = json.loads(txt_path.read_text())
+    for p in (p_svg, p_folded, p_native, p_ss):
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+        assert summary(p.stderr)["samples"] > 0, p.stderr
+
+    # SVG: well-formed XML, nothing fetched from elsewhere, hover text and zoom script.
+    root = ET.fromstring(svg_text)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == f"{ns}svg"
+    assert "href" not in svg_text and "@import" not in svg_text
+    assert re.sub(r'xmlns="http://www\.w3\.org/2000/svg"|https?://www\.speedscope[^"]*', "",
+                  svg_text).count("http") == 0
+    script = root.find(f"{ns}script")
+    assert script is not None and "function zoom" in (script.text or "")
+    titles = [t.text or "" for t in root.iter(f"{ns}title")]
+    n_svg = summary(p_svg.stderr)["samples"]
+    assert any(t.startswith(f"all ({n_svg} samples, 100.00%)") for t in titles), titles[:3]
+    for name, line in lines.items():
+        want = re.compile(rf"^{name} \(.*profile_hot\.js:{line}\) \(\d+ samples?, [\d.]+%\)$")
+        assert any(want.match(t) for t in titles), (name, titles)
+    # Its script, run against a stand-in for the DOM: hover names the frame and
+    # its share, a click zooms the frame to the full width, reset undoes it.
+    kept = tmp_path / "flame.svg"
+    kept.write_text(svg_text)
+    dom = subprocess.run([str(node_binary(version)), str(FIXTURES / "flamegraph_dom.js"),
+                          str(kept), "hotAlpha ("], capture_output=True, text=True, timeout=60)
+    assert dom.returncode == 0, dom.stderr
+    js = json.loads(dom.stdout)
+    assert js["found"] and js["frames"] == len(titles), js
+    assert re.match(rf"^hotAlpha \(.*profile_hot\.js:{lines['hotAlpha']}\) "
+                    r"\(\d+ samples?, [\d.]+%\)$", js["hover"]), js
+    assert js["zoomed"]["x"] == 10 and js["zoomed"]["width"] == 1180, js
+    assert js["zoomed"]["text"].startswith("hotAlpha ("), js
+    assert js["hidden"] > 0 and js["reset_visible"] == "visible", js
+    assert js["after_reset"]["hidden"] == 0 and js["after_reset"]["width"] < 1180, js
+
+    # Folded: `frames;... count`, rooted at the thread; JS frames only by default.
+    def parse_folded(text: str) -> list[tuple[list[str], int]]:
+        rows = []
+        for ln in text.splitlines():
+            m = re.match(r"^(.+) (\d+)$", ln)
+            assert m, ln
+            rows.append((m.group(1).split(";"), int(m.group(2))))
+        return rows
+
+    rows = parse_folded(folded_text)
+    assert sum(n for _, n in rows) == summary(p_folded.stderr)["samples"]
+    assert all(st[0] == f"main thread {node.pid}" for st, _ in rows)
+    assert not any(f.endswith(("(node)", "(libc.so.6)")) for st, _ in rows for f in st), rows[:2]
+    leafs = collections.Counter(st[-1].split(" (")[0] for st, n in rows for _ in range(n))
+    assert sum(leafs[h] for h in HOT) > 0.8 * sum(leafs.values()), leafs
+    native = parse_folded(p_native.stdout)
+    assert sum(n for _, n in native) == summary(p_native.stderr)["samples"]
+    assert any(f.endswith("(node)") and "node::" in f for st, _ in native for f in st), native[:1]
+    assert any(st[-1].startswith(HOT) for st, _ in native)
+
+    # speedscope: the structure, and stacks root first.
+    speedscope_ok(ss)
+    frames = ss["shared"]["frames"]
+    samples = ss["profiles"][0]["samples"]
+    assert sum(frames[st[-1]]["name"] in HOT for st in samples) > 0.8 * len(samples)
+    assert not any(frames[st[0]]["name"] in HOT for st in samples if len(st) > 1)
+    hot = [f for f in frames if f["name"] in HOT]
+    assert all(f["file"].endswith("profile_hot.js") and f["line"] == lines[f["name"]]
+               for f in hot), hot
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_threads_and_idle(version: str) -> None:
+    """Main thread idle in its event loop, a worker spinning: on-CPU sampling of
+    the main thread finds (almost) nothing, --idle finds it idle, and
+    --threads all finds the worker's hot line under the worker's own root."""
+    (line,) = hot_lines("profile_threads.js", ("workerSpin",)).values()
+    with LiveNode(version, "profile_threads.js") as node:
+        p_main = profile(node.pid, "--duration", "1.5")
+        p_idle = profile(node.pid, "--duration", "1.5", "--idle")
+        p_all = profile(node.pid, "--duration", "2", "--threads", "all")
+        runs_on_untraced(node)
+    for p in (p_main, p_idle, p_all):
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    # On CPU only: the main thread sleeps but for a timer every 200 ms.
+    s_main = summary(p_main.stderr)
+    assert s_main["samples"] < 0.2 * s_main["achieved"] * s_main["seconds"] + 2, p_main.stderr
+    assert "off-CPU samples skipped" in p_main.stderr
+    # --idle: the blocked main thread is sampled, and mostly idle.
+    # (A thread waiting for a CPU is sampled once it gets one: on a busy
+    # machine, not at every tick.)
+    s_idle = summary(p_idle.stderr)
+    assert s_idle["samples"] >= 0.4 * s_idle["achieved"] * s_idle["seconds"], p_idle.stderr
+    rows = [ln.rsplit(" ", 1) for ln in p_idle.stdout.splitlines()]
+    idle = sum(int(n) for st, n in rows if st.endswith(";(idle)"))
+    assert idle > 0.6 * s_idle["samples"], p_idle.stdout
+    # --threads all: the worker, rooted at itself, in its hot function.
+    rows = [ln.rsplit(" ", 1) for ln in p_all.stdout.splitlines()]
+    worker = [(st.split(";"), int(n)) for st, n in rows if st.startswith("worker thread ")]
+    assert worker, p_all.stdout
+    assert all(not st.startswith(f"main thread {node.pid};") or "workerSpin" not in st
+               for st, _ in rows)
+    in_hot = sum(n for st, n in worker if st[-1].startswith(f"workerSpin (") and
+                 st[-1].endswith(f"profile_threads.js:{line})"))
+    total_worker = sum(n for _, n in worker)
+    assert in_hot > 0.8 * total_worker, p_all.stdout
+    s_all = summary(p_all.stderr)  # the worker is on a CPU at (nearly) every tick
+    assert total_worker >= 0.4 * s_all["achieved"] * s_all["seconds"], p_all.stderr
+
+
+def test_not_node_and_no_such_process() -> None:
+    sleeper = subprocess.Popen(["/bin/sleep", "60"])
+    try:
+        p = profile(sleeper.pid, "--duration", "1")
+        assert p.returncode == 1, p
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "is not a node process" in lines[0], p.stderr
+        assert sleeper.poll() is None and tracer_of(sleeper.pid) == 0
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    p = profile(sleeper.pid, "--duration", "1")
+    assert p.returncode == 1 and p.stderr.strip() == f"v8dbg: no process {sleeper.pid}", p.stderr
+    p = profile(1, "--rate", "0")
+    assert p.returncode == 2 and p.stderr.startswith("v8dbg: profile: --rate"), p.stderr
+
+
+_HOLD = r"""
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+assert libc.ptrace(0x4206, int(sys.argv[1]), None, None) == 0  # PTRACE_SEIZE: traced, not stopped
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_process_already_traced() -> None:
+    """A process another tracer holds: one line naming that tracer; it runs on."""
+    with LiveNode(VERSIONS[-1], "profile_hot.js") as node:
+        holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(node.pid)],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            p = profile(node.pid, "--duration", "1")
+            assert p.returncode == 1, p
+            lines = p.stderr.strip().splitlines()
+            assert len(lines) == 1, p.stderr
+            assert f"already traced by process {holder.pid}" in lines[0], p.stderr
+        finally:
+            holder.kill()
+            holder.wait()
+        runs_on_untraced(node)
+
+
+def wait_traced_by(pid: int, tracer: subprocess.Popen, timeout: float = 60) -> None:
+    """Until the profiler has attached (it loads the binary's tables first)."""
+    deadline = time.monotonic() + timeout
+    while tracer_of(pid) != tracer.pid:
+        assert tracer.poll() is None, tracer.communicate()
+        assert time.monotonic() < deadline, "the profiler did not attach"
+        time.sleep(0.05)
+
+
+def test_process_exits_mid_profile() -> None:
+    """The samples taken before the exit are written; one line says what happened."""
+    with LiveNode(VERSIONS[-1], "profile_hot.js") as node:
+        out = node.dir / "p.folded"
+        prof = subprocess.Popen([sys.executable, "-m", "v8dbg", "profile", "--pid", str(node.pid),
+                                 "--duration", "30", "-o", str(out)], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_traced_by(node.pid, prof)
+        time.sleep(1.5)
+        (node.dir / "stop").write_text("stop")
+        node.proc.wait(timeout=30)
+        t0 = time.monotonic()
+        _, err = prof.communicate(timeout=30)
+        waited = time.monotonic() - t0
+        text = out.read_text() if out.exists() else ""
+    assert prof.returncode == 1, err
+    assert waited < 5, f"the profiler took {waited:.1f} s to notice the exit"
+    assert "Traceback" not in err, err
+    exited = [ln for ln in err.splitlines() if "exited" in ln]
+    assert len(exited) == 1 and exited[0].startswith(f"v8dbg: process {node.pid} exited"), err
+    s = summary(err)
+    assert s["samples"] > 0
+    assert sum(int(ln.rsplit(" ", 1)[1]) for ln in text.splitlines()) == s["samples"], text[:500]
+
+
+def test_ctrl_c_writes_the_profile() -> None:
+    """Without --duration, Ctrl-C ends sampling: the profile is written, the target let go."""
+    with LiveNode(VERSIONS[-1], "profile_hot.js") as node:
+        out = node.dir / "p.svg"
+        prof = subprocess.Popen([sys.executable, "-m", "v8dbg", "profile", "--pid", str(node.pid),
+                                 "-o", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        wait_traced_by(node.pid, prof)
+        time.sleep(1.5)
+        prof.send_signal(signal.SIGINT)
+        _, err = prof.communicate(timeout=30)
+        assert prof.returncode == 0, err
+        assert summary(err)["samples"] > 0, err
+        ET.fromstring(out.read_text())
+        runs_on_untraced(node)

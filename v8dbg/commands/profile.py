@@ -1,0 +1,200 @@
+"""`v8dbg profile`: sample a running node process into a flame graph.
+
+Standalone command line only (a debugger stops the process it is attached
+to; the profiler must not). The profile goes to -o FILE, or as folded
+stacks to stdout; one summary line goes to stderr at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+from . import profile_output
+from ..errors import V8DbgError
+
+USAGE = ("profile --pid PID [--rate HZ] [--duration S] [--threads main|all] [--idle] "
+         "[--native] [-o FILE] [--format folded|speedscope|svg]")
+SUMMARY = "sample a running node process (no restart) into a flame graph"
+MAX_RATE = 10000.0
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Usage(f"profile: {message}")
+
+
+class _Usage(Exception):
+    pass
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="v8dbg profile", usage="v8dbg " + USAGE, description=(
+        "Sample the JavaScript stacks of a running node process, without "
+        "restarting it: each sample stops one thread for microseconds "
+        "(ptrace), copies its registers and stack top, and lets it run on; "
+        "the frames are decoded meanwhile, as jsstack shows them. Without "
+        "--duration, sampling goes on until Ctrl-C or the process exits."))
+    p.add_argument("--pid", type=int, required=True, help="the node process")
+    p.add_argument("--rate", type=float, default=99.0, metavar="HZ",
+                   help="samples per second and thread (default 99)")
+    p.add_argument("--duration", type=float, metavar="S",
+                   help="seconds to sample (default: until Ctrl-C)")
+    p.add_argument("--threads", choices=("main", "all"), default="main",
+                   help="the main thread only (default), or every thread that runs "
+                        "JavaScript (worker_threads), each rooted at its thread")
+    p.add_argument("--idle", action="store_true",
+                   help="also sample threads that are blocked (in the event loop, a "
+                        "sync call); otherwise only threads on a CPU count")
+    p.add_argument("--native", action="store_true",
+                   help="keep native (C/C++) frames; V8-internal frames are always folded away")
+    p.add_argument("-o", dest="output", metavar="FILE",
+                   help="write here (format from the extension: .svg, .speedscope.json "
+                        "or .json, .folded or .txt); default: folded stacks on stdout")
+    p.add_argument("--format", choices=profile_output.FORMATS,
+                   help="output format, whatever FILE is called")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Run the profile command; returns the exit status."""
+    p = parser()
+    if any(a in ("-h", "--help") for a in argv):
+        sys.stdout.write(p.format_help())
+        return 0
+    try:
+        args = p.parse_args(argv)
+    except _Usage as e:
+        print(f"v8dbg: {e}\nusage: v8dbg {USAGE}", file=sys.stderr)
+        return 2
+    problem = _check_args(args)
+    if problem:
+        print(f"v8dbg: profile: {problem}", file=sys.stderr)
+        return 2
+    try:
+        return _profile(args)
+    except V8DbgError as e:
+        print(f"v8dbg: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("v8dbg: interrupted", file=sys.stderr)
+        return 130
+
+
+def _check_args(args: argparse.Namespace) -> str | None:
+    if not 0 < args.rate <= MAX_RATE:
+        return f"--rate must be above 0 and at most {MAX_RATE:g} samples a second"
+    if args.duration is not None and not args.duration > 0:
+        return "--duration must be a number of seconds above 0"
+    if args.pid <= 0:
+        return "--pid must be a process id"
+    if args.output:
+        d = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(d):
+            return f"cannot write {args.output}: no directory {d}"
+    return None
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from ..program import Program
+    from ..stack.sampler import StackSampler, run
+    from ..target.ptrace import PtraceBackend, Tracer, process_state
+
+    pid = args.pid
+    if process_state(pid) in (None, "Z", "X"):
+        raise V8DbgError(f"no process {pid}")
+    fmt = args.format or profile_output.format_for(args.output)
+    title = f"node process {pid}: {' '.join(_argv(pid))[:120]}"
+    tracer = Tracer(pid)
+    backend = PtraceBackend(tracer)
+    exe = backend.executable()
+    if exe is None:
+        raise V8DbgError(f"cannot see process {pid}'s executable (/proc/{pid}/exe): "
+                         "it belongs to another user; run v8dbg as that user or as root")
+    try:
+        prog = Program(backend)
+    except V8DbgError as e:
+        raise V8DbgError(f"process {pid} ({exe}) is not a node process v8dbg can read: {e}") \
+            from None
+    prog.check_binary()
+    sampler = StackSampler(prog, native=args.native, pump=tracer.pump)
+    sampler.prepare()
+    _prefer_cpu()
+    tracer.attach(all_threads=args.threads == "all")
+    prof = run(tracer, sampler, backend, args.rate, args.duration,
+               all_threads=args.threads == "all", idle=args.idle)
+
+    status = 0
+    if prof.stop_reason == "exited":
+        why = f" ({tracer.exit_status})" if tracer.exit_status else ""
+        print(f"v8dbg: process {pid} exited{why} after {prof.elapsed:.2f} s of sampling; "
+              f"writing the {prof.samples} samples taken", file=sys.stderr)
+        status = 1
+    elif prof.stop_reason == "interrupted" and args.duration is not None:
+        status = 130  # cut short: what was taken is still written
+    text = profile_output.render(prof, fmt, title)
+    if args.output:
+        try:
+            profile_output.write(text, args.output)
+        except OSError as e:
+            raise V8DbgError(f"cannot write {args.output}: {e.strerror}") from None
+    else:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+    print(summary(prof, args), file=sys.stderr)
+    return status
+
+
+def _prefer_cpu() -> None:
+    """Ask for a better scheduling priority, when allowed (root, CAP_SYS_NICE).
+
+    A sampled thread stays stopped until the profiler gets a CPU to resume
+    it; on a busy machine that wait, not the sampling, dominates the time
+    the target is held.
+    """
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0) - 10, -20))
+    except OSError:
+        pass
+
+
+def summary(prof, args: argparse.Namespace) -> str:
+    held = sorted(prof.held_ns)
+    if held:
+        med = statistics.median(held) / 1000.0
+        p99 = held[min(len(held) - 1, int(len(held) * 0.99))] / 1000.0
+        share = 100.0 * sum(held) / 1e9 / prof.elapsed if prof.elapsed > 0 else 0.0
+        hold = (f"target held per sample: median {med:.0f} µs, p99 {p99:.0f} µs "
+                f"({share:.2f}% of the time)")
+    else:
+        hold = "no sample held the target"
+    rate = prof.ticks / prof.elapsed if prof.elapsed > 0 else 0.0
+    threads = len(prof.threads)
+    who = f" of {threads} threads" if threads > 1 else ""
+    line = (f"v8dbg: profile: {prof.samples} samples{who} in {prof.elapsed:.2f} s "
+            f"({rate:.1f} Hz achieved, {args.rate:g} Hz asked); {hold}")
+    if prof.skipped_off_cpu:
+        line += f"; {prof.skipped_off_cpu} off-CPU samples skipped"
+        if not prof.samples:
+            line += " (the process was idle: --idle samples it anyway)"
+    if prof.waiting:
+        line += (f"; {prof.waiting} ticks skipped, the thread waiting for a CPU since its "
+                 "last sample (a busy machine)")
+    if prof.failed:
+        line += f"; {prof.failed} samples failed"
+    return line
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            raw = fh.read(4096)
+    except OSError:
+        return []
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]

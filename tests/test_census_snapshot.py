@@ -135,7 +135,7 @@ def numpy_off(off: bool):
 @lru_cache(maxsize=None)
 def addresses(version: str) -> dict[str, str]:
     """Addresses the commands below are about, read from the core with v8dbg's own API."""
-    from v8dbg.corefile import CoreBackend
+    from v8dbg.target.corefile import CoreBackend
     from v8dbg.program import Program
     d = mixed_dir(version)
     out = run_cli(version, d / "core", ["findjsobjects -p sliced --json"])[0]
@@ -292,8 +292,8 @@ def test_large_program_equals_snapshot(version: str) -> None:
 
 def test_damaged_pages_are_reported() -> None:
     """Words overwritten in the middle of a heap page: the walk says so."""
-    from v8dbg import census
-    from v8dbg.corefile import CoreBackend
+    from v8dbg.heap import census
+    from v8dbg.target.corefile import CoreBackend
     from v8dbg.program import Program
     version = VERSIONS[-1]
     core = mixed_dir(version) / "core"

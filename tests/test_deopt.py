@@ -193,7 +193,7 @@ def test_fallback_to_source_positions_is_noted(cores):
         frames = StackDecoder(prog).decode(prog.backend.threads()[0].regs)
     finally:
         del prog.md.consts["DeoptimizationDataFirstEntryIndex"]
-        from v8dbg import layouts
+        from v8dbg.v8 import layouts
         layouts.apply(prog.md)
     outer = [f for f in frames if f.kind == "js" and f.tier in OPTIMIZED and not f.inlined]
     assert outer

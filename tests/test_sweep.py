@@ -1,8 +1,8 @@
 """The release sweep: the first, a middle and the last official release of
 every line 18-26 (odd lines included), each checked against V8's own view in
 the same run: jsstack through the standalone CLI against Error().stack on
-every tier, and the value zoo, closures and sources against util.inspect;
-and the heap census of one release of each V8 version no pinned release has.
+every tier, and the value zoo, closures (of a module too) and sources against
+util.inspect; and the heap census of one release of each V8 version no pinned release has.
 
 V8 changes layouts within a line, so the pinned releases alone would not
 show that every release works. The binaries are fetched from the npm
@@ -21,6 +21,7 @@ import pytest
 from support import SWEEP, fetch_node, json_line, make_core, run_cli
 from test_census import CLASSES, core_dir, snapshot_counts
 from test_stack import TIERS, compare, tier_flags
+import test_values
 from test_values import _check_closures, _check_outputs, _closure_cmds, _commands, _sess, zoo
 
 # Maglev code of these releases carries no source position table (V8 itself
@@ -122,6 +123,7 @@ def test_sweep_values(version: str) -> None:
     doc = json_line(sess.run("jsclosure", ["--json", big])[0])
     got = {v["name"]: v["value"].get("value") for v in doc["variables"]}
     assert all(got.get(f"v{i}") == i for i in range(80)), got
+    test_values.test_module_closures(version)  # module, block and function scopes
 
 
 # One release of each V8 version that no pinned release has: the heap census

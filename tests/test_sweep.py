@@ -1,7 +1,8 @@
 """The release sweep: the first, a middle and the last official release of
 every line 18-26 (odd lines included), each checked against V8's own view in
 the same run: jsstack through the standalone CLI against Error().stack on
-every tier, and the value zoo, closures and sources against util.inspect.
+every tier, and the value zoo, closures (of a module too) and sources against
+util.inspect; and the heap census of one release of each V8 version no pinned release has.
 
 V8 changes layouts within a line, so the pinned releases alone would not
 show that every release works. The binaries are fetched from the npm
@@ -11,13 +12,16 @@ pinned ones), and each release's cores are small and cached like the rest.
 
 from __future__ import annotations
 
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from support import SWEEP, fetch_node, json_line, make_core, run_cli
+from test_census import CLASSES, core_dir, snapshot_counts
 from test_stack import TIERS, compare, tier_flags
+import test_values
 from test_values import _check_closures, _check_outputs, _closure_cmds, _commands, _sess, zoo
 
 # Maglev code of these releases carries no source position table (V8 itself
@@ -119,3 +123,34 @@ def test_sweep_values(version: str) -> None:
     doc = json_line(sess.run("jsclosure", ["--json", big])[0])
     got = {v["name"]: v["value"].get("value") for v in doc["variables"]}
     assert all(got.get(f"v{i}") == i for i in range(80)), got
+    test_values.test_module_closures(version)  # module, block and function scopes
+
+
+# One release of each V8 version that no pinned release has: the heap census
+# against V8's own heap snapshot, and on young and not yet swept pages.
+CENSUS_SWEEP = ["18.0.0", "19.0.0", "19.8.1", "21.7.3", "23.11.1", "25.9.0"]
+
+
+def _counts(doc: dict) -> Counter:
+    c: Counter = Counter()
+    for g in doc["groups"]:
+        c[g["constructor"]] += g["count"]
+    return c
+
+
+@pytest.mark.parametrize("version", CENSUS_SWEEP)
+def test_sweep_census(version: str) -> None:
+    _node(version)
+    d = core_dir(version)
+    mine = _counts(json_line(run_cli(version, d / "core", ["findjsobjects --json"])[0]))
+    snap = snapshot_counts(version)
+    assert {n: mine[n] for n in CLASSES} == {n: snap[("object", n)] for n in CLASSES}
+    assert mine["Widget"] == 7777
+    d = make_core(version, "census_young.js")
+    young = _counts(json_line(run_cli(version, d / "core", ["findjsobjects --json"])[0]))
+    assert (young["Widget"], young["Dropped"]) == (1500, 0), young
+    d = make_core(version, "census_sweep.js", flags=("--expose-gc", "--no-concurrent-sweeping"))
+    doc = json_line(run_cli(version, d / "core", ["findjsobjects --json"])[0])
+    assert doc["unswept_pages"] > 0, doc["unswept_pages"]
+    swept = _counts(doc)
+    assert (swept["Kept"], swept["Dropped"]) == (200000, 1), swept

@@ -8,7 +8,7 @@
 - gdb: a failing command is a gdb error (a script stops, -batch exits non-zero),
   `help v8dbg` lists the commands with their summaries, flags complete, and
   messages name no flag gdb's commands lack.
-- lldb: Ctrl-C stops a heap scan within a second.
+- gdb and lldb: Ctrl-C stops a heap scan within a second.
 - CLI: exit codes 0/1/2/130, --help/--version/help CMD, plain errors for a
   directory or a compressed core, a note naming the binary taken from the core,
   no progress line in a redirected stderr.
@@ -298,19 +298,36 @@ def _interrupt(argv: list[str], mark: Path, env: dict) -> tuple[subprocess.Compl
     return subprocess.CompletedProcess(argv, proc.returncode, out, err), sent, ended
 
 
-def test_lldb_stops_a_scan_on_interrupt() -> None:
-    """Ctrl-C (SIGINT to lldb) ends findjsobjects within a second, as `interrupted`."""
+@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
+def test_debugger_stops_a_scan_on_interrupt(debugger: str) -> None:
+    """Ctrl-C (SIGINT to the debugger) ends findjsobjects within a second, as `interrupted`.
+
+    gdb turns it into KeyboardInterrupt in Python; lldb only sets a flag, which
+    the scan asks for."""
     d = make_core(VERSION, "census.js")
     with tempfile.TemporaryDirectory() as tmp:
         mark, end = Path(tmp) / "started", Path(tmp) / "ended"
         env = clean_env(V8DBG_TEST_MARK=str(mark), V8DBG_TEST_PAGE_WAIT=PAGE_WAIT)
-        record = ("script import time; r = lldb.SBCommandReturnObject(); "
-                  "_ = lldb.debugger.GetCommandInterpreter().HandleCommand('findjsobjects', r); "
-                  f"open({str(end)!r}, 'w').write(repr(time.time()) + '\\n' + "
-                  "(r.GetOutput() or '') + (r.GetError() or ''))")
-        argv = [LLDB, "--no-lldbinit", "-b", "-c", str(d / "core"), str(node_binary(VERSION)),
-                "-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py",
-                "-o", f"script exec(open({str(SLOW)!r}).read())", "-o", record]
+        # Run the command from the debugger's Python, which then notes when it ended.
+        if debugger == "gdb":
+            run = ("try:\n    out = gdb.execute('findjsobjects', to_string=True)\n"
+                   "except gdb.error as e:\n    out = str(e)\n")
+        else:
+            run = ("r = lldb.SBCommandReturnObject()\n"
+                   "lldb.debugger.GetCommandInterpreter().HandleCommand('findjsobjects', r)\n"
+                   "out = (r.GetOutput() or '') + (r.GetError() or '')\n")
+        code = (f"import time\n{run}"
+                f"open({str(end)!r}, 'w').write(repr(time.time()) + '\\n' + out)\n")
+        core, node = str(d / "core"), str(node_binary(VERSION))
+        if debugger == "gdb":
+            argv = [GDB, "-nx", "-q", "-batch", "-ex", f"source {ROOT}/plugins/gdb/v8dbg.py",
+                    "-ex", f"python exec(open({str(SLOW)!r}).read())",
+                    "-ex", f"python exec({code!r})", node, core]
+        else:
+            argv = [LLDB, "--no-lldbinit", "-b", "-c", core, node,
+                    "-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py",
+                    "-o", f"script exec(open({str(SLOW)!r}).read())",
+                    "-o", f"script exec({code!r})"]
         p, sent, _ = _interrupt(argv, mark, env)
         assert end.exists(), p.stdout + p.stderr
         stopped, _, text = end.read_text().partition("\n")

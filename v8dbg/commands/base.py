@@ -108,7 +108,7 @@ class Session:
                  no_binary: str = "no node binary: pass --binary NODE") -> None:
         self._factory = backend_factory
         self._binary = binary
-        # What to do when there is no node binary, in the front end's own terms.
+        # What to tell the user when there is no node binary, in the front end's own terms.
         self.no_binary = no_binary
         self.interrupted = False
         self._prog: Program | None = None
@@ -281,7 +281,7 @@ def _stderr_is_terminal() -> bool:
 
 class Progress:
     """A progress line on stderr for scans longer than a second, when stderr
-    is a terminal (a `\r` line is noise in a log). Each update also checks
+    is a terminal (a `\\r` line is noise in a log). Each update also checks
     for interruption, so every scan that reports progress can be stopped."""
 
     def __init__(self, what: str) -> None:

@@ -96,7 +96,8 @@ def _groups(prog: Program, heap: int) -> list[Group]:
         if shape.dictionary and st.count <= dict_budget:
             dict_budget -= st.count
             for a in st.addresses:
-                key = (sh.name_of(a, st.map), tuple(sh.property_names(a)))
+                name, names = sh.name_and_properties(a, st.map)
+                key = (name, tuple(names))
                 g = groups.get(key)
                 if g is None:
                     g = groups[key] = Group(key[0], list(key[1]), representative=a)
@@ -186,8 +187,8 @@ def instances(prog: Program, heap: int, name: str) -> list[int] | array:
                 continue
             if sh.shape(m, st.addresses[0]).dictionary:
                 want = g.properties
-                parts.append([a for a in st.addresses if sh.property_names(a) == want
-                              and sh.name_of(a, m) == name])
+                parts.append([a for a in st.addresses
+                              if sh.name_and_properties(a, m) == (name, want)])
             else:
                 parts.append(st.addresses)
     if len(parts) == 1:

@@ -59,6 +59,7 @@ class Shapes:
         self.f = self.v.f
         self._cache: dict[int, Shape] = {}
         self._by_proto: dict[int, str | None] = {}
+        self._named: dict[int, str | None] = {}
         md = self.md
         self.o_ctor = md.off("Map", "constructor_or_back_pointer")
         self.o_proto = md.off("Map", "prototype")
@@ -90,13 +91,27 @@ class Shapes:
     def name_of(self, obj: int, m: int) -> str:
         """V8's constructor name of one object: per map, except for dictionary-mode
         objects, which share maps while their own properties (a toStringTag) differ."""
+        return self.name_and_properties(obj, m)[0]
+
+    def name_and_properties(self, obj: int, m: int) -> tuple[str, list[str]]:
+        """(V8's name, own enumerable property names) of one object, its properties read once."""
         s = self.shape(m, obj)
         if not s.dictionary:
-            return s.constructor
+            return s.constructor, s.properties
+        props = self._own(obj)
+        name = s.constructor
         try:
-            return self.constructor_name_of_map(m, obj)
+            if not self._map_named(m, self.h.map_type(m)):
+                name = self.constructor_name_of_map(m, obj, props)
         except (DecodeError, TargetMemoryError):
-            return s.constructor
+            pass
+        return name, self.property_names(obj, props)
+
+    def _own(self, obj: int) -> list:
+        try:
+            return self.v.own_properties(obj, 1024)
+        except (DecodeError, TargetMemoryError):
+            return []
 
     def _compute(self, m: int, obj: int) -> Shape:
         h = self.h
@@ -106,16 +121,19 @@ class Shapes:
         except TargetMemoryError:
             bf3 = 0
         dictionary = bool(bf3 & IS_DICTIONARY_MAP)
+        props = None
         try:
-            name = self.constructor_name_of_map(m, obj)
+            if not self._map_named(m, h.map_type(m)):
+                props = self._own(obj)
+            name = self.constructor_name_of_map(m, obj, props)
         except (DecodeError, TargetMemoryError):
             name = "Object"
-        props: list[str] = []
+        names: list[str] = []
         if not dictionary:
-            props = self.property_names(obj)
-        return Shape(name, props, dictionary)
+            names = self.property_names(obj, props)
+        return Shape(name, names, dictionary)
 
-    def property_names(self, obj: int) -> list[str]:
+    def property_names(self, obj: int, props: list | None = None) -> list[str]:
         """Own enumerable property names of an object, in JavaScript's order.
 
         Non-enumerable ones (an array's `length`, a function's `name`, class
@@ -123,7 +141,7 @@ class Shapes:
         """
         out: list[str] = []
         try:
-            for p in self.v.own_properties(obj, 256):
+            for p in (self.v.own_properties(obj, 256) if props is None else props[:256]):
                 if not p.enumerable:
                     continue
                 k = self.v.key_text(p.key, 200)
@@ -133,7 +151,19 @@ class Shapes:
             pass
         return out
 
-    def constructor_name_of_map(self, m: int, obj: int | None = None) -> str:
+    def _own_tag(self, obj: int, props: list | None) -> int | None:
+        """The value of an own data property Symbol.toStringTag (V8's GetDataProperty)."""
+        if props is None:
+            return self.v.own_data_property(obj, symbol_desc="Symbol.toStringTag")
+        v = self.v
+        for p in props:
+            if not p.accessor and v.is_symbol(p.key) and \
+                    v.symbol_description(p.key) == "Symbol.toStringTag":
+                return p.value
+        return None
+
+    def constructor_name_of_map(self, m: int, obj: int | None = None,
+                                props: list | None = None) -> str:
         """V8's JSReceiver::GetConstructorName for an object of map m.
 
         The map's constructor names an ordinary instance (made with
@@ -147,16 +177,11 @@ class Shapes:
         h = self.h
         mem = h.mem
         itype = h.map_type(m)
-        bf2 = mem.u8(m - 1 + self.o_bf2)
-        bf3 = mem.u32(m - 1 + self.o_bf3)
-        if itype != self.proxy and bf2 & NEW_TARGET_IS_BASE and not bf3 & IS_PROTOTYPE_MAP:
-            c = self.v.map_constructor(m)
-            if h.is_heap(c) and self._is_function(c):
-                n = self.v.function_name(c)
-                if n and n != "Object":
-                    return n
+        n = self._map_named(m, itype)
+        if n:
+            return n
         if obj is not None:
-            tag = self.v.own_data_property(obj, symbol_desc="Symbol.toStringTag")
+            tag = self._own_tag(obj, props)
             if tag is not None and h.is_heap(tag) and self.v.is_string(tag):
                 return self.v.s.text(tag, 200)
         o = mem.u64(m - 1 + self.o_proto)
@@ -168,6 +193,26 @@ class Shapes:
             self._by_proto.clear()
         self._by_proto[start] = found
         return found or self.class_name(itype, m, obj)
+
+    def _map_named(self, m: int, itype: int) -> str | None:
+        """The name of the map's own constructor, when V8 takes it (an ordinary instance)."""
+        got = self._named.get(m, 0)
+        if got != 0:
+            return got
+        mem = self.h.mem
+        bf2 = mem.u8(m - 1 + self.o_bf2)
+        bf3 = mem.u32(m - 1 + self.o_bf3)
+        out = None
+        if itype != self.proxy and bf2 & NEW_TARGET_IS_BASE and not bf3 & IS_PROTOTYPE_MAP:
+            c = self.v.map_constructor(m)
+            if self.h.is_heap(c) and self._is_function(c):
+                n = self.v.function_name(c)
+                if n and n != "Object":
+                    out = n
+        if len(self._named) > 200000:
+            self._named.clear()
+        self._named[m] = out
+        return out
 
     def _from_prototypes(self, o: int) -> str | None:
         """Symbol.toStringTag or `constructor` name found on the chain from o."""

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import TargetMemoryError
-from ..interrupt import check_interrupted
 from ..v8.pages import Page, _Layout, bulk
 from ..v8.tagged import Heap
 
@@ -173,7 +172,7 @@ class PageWalk:
     """What the walk of one page found."""
 
     count: int = 0  # live objects (free space and fillers not counted)
-    records: dict[int, array] = field(default_factory=dict)  # JS-object map -> addresses
+    records: dict = field(default_factory=dict)  # JS-object map -> addresses (array or NumPy)
     unknown: int = 0  # objects sized by resynchronising (a kind with no size rule)
     damaged: bool = False  # the walk met a word that is no map, or ran past the page
     skipped: int = 0  # bytes the walk stepped over without finding objects in them
@@ -431,7 +430,6 @@ def vector_steps(np, cls: _Classifier, W, cand, kind, fixed):
     fixed the classification of each candidate's map)."""
     n = len(W)
     S = fixed.astype(np.int64)
-    has1 = cand + 1 < n
     w1 = W[np.minimum(cand + 1, n - 1)]
     hi = (w1 >> np.uint64(32)).astype(np.int64)
     lo = (w1 & np.uint64(0xFFFFFFFF)).astype(np.int64)
@@ -448,10 +446,13 @@ def vector_steps(np, cls: _Classifier, W, cand, kind, fixed):
                     (K_BYTECODE, lambda h, l: (cls.bytecode_header + h + 7) >> 3),
                     (K_NCTX, lambda h, l: 2 + h + cls.nctx_extra)):
         if k in present:
-            sel = (kind == k) & has1
+            sel = kind == k
             S[sel] = expr(hi[sel], lo[sel])
-            S[(kind == k) & ~has1] = 0
-    S[(S <= 0) | (cand + S > n)] = 0
+    if len(cand) and cand[-1] == n - 1 and kind[-1] != K_FIXED:
+        S[-1] = 0  # its length word is past the page: `step` decides
+    bad = (S <= 0) | (cand + S > n)
+    if bad.any():
+        S[bad] = 0
     return S
 
 
@@ -488,54 +489,6 @@ class NumpyPages:
         table[h[::-1]] = np.arange(len(items), 0, -1, dtype=np.int32)
         self.T = table
         self._known = len(cache)
-
-    def discover_maps(self, pages: list[Page]) -> None:
-        """Learn every Map on the heap before the walk, so the chains seldom stop.
-
-        Only a speed-up: which words are maps is decided by `Walker.info`
-        whether or not a map was learnt here first. A meta map is the one
-        object whose map word points at itself; every Map's map word is a
-        meta map. One pass finds the meta maps and, with those known so far,
-        the Maps; only pages read before a meta map was first seen are read
-        again, for the meta maps they missed.
-        """
-        np = self.np
-        metas: list[int] = []
-        known: set[int] = set()
-        behind: list[tuple[Page, int]] = []
-
-        def learn(p: Page, W, marr) -> None:
-            for j in np.flatnonzero(np.isin(W, marr)).tolist():
-                self.w.info(p.start + 8 * j + 1)
-
-        for p in pages:
-            check_interrupted()
-            W = self._words(p)
-            if W is None:
-                continue
-            own = np.arange(len(W), dtype=np.uint64) * np.uint64(8) + np.uint64(p.start + 1)
-            for j in np.flatnonzero(W == own).tolist():
-                m = int(W[j])
-                if m not in known:
-                    known.add(m)
-                    metas.append(m)
-            if metas:
-                learn(p, W, np.array(metas, dtype=np.uint64))
-            behind.append((p, len(metas)))
-        for p, k in behind:
-            if k < len(metas):
-                W = self._words(p)
-                if W is not None:
-                    learn(p, W, np.array(metas[k:], dtype=np.uint64))
-
-    def _words(self, p: Page):
-        try:
-            data = bulk(self.w.prog).read(p.start, p.end - p.start)
-        except Exception:
-            return None
-        if len(data) != p.end - p.start:
-            return None
-        return self.np.frombuffer(data, dtype="<u8")
 
     def candidates(self, W):
         """(word indices holding a known map of a vector kind, their index in K)."""
@@ -625,20 +578,15 @@ class NumpyPages:
         cuts = np.flatnonzero(np.diff(mids)) + 1
         starts = [0] + cuts.tolist()
         ends = cuts.tolist() + [len(mids)]
-        new: dict[int, array] = {}
+        recs = res.records
         for a, b in zip(starts, ends):
             mp = int(self.K[mids[a]])
-            arr = array("Q")
-            arr.frombytes(addrs[a:b].astype("<u8").tobytes())
-            new[mp] = arr
-        # Objects `step` recorded on this page interleave with the chain's:
-        # merge each map's two lists into address order.
-        for mp, arr in new.items():
-            old = res.records.get(mp)
-            if old is None:
-                res.records[mp] = arr
-            else:
-                res.records[mp] = array("Q", sorted(set(old) | set(arr)))
+            got = addrs[a:b]
+            old = recs.get(mp)
+            if old is not None:
+                # Objects `step` recorded on this page interleave with the chain's.
+                got = np.sort(np.concatenate([np.frombuffer(old, dtype=np.uint64), got]))
+            recs[mp] = got
 
 
 

@@ -12,7 +12,7 @@ directories, and the path itself (gdb's names and order).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .elf import ElfFile, build_id_from_header, open_elf
 from .backend import Mapping

@@ -69,7 +69,7 @@ def _function_at(vals: Values, addr: int, what: str) -> int:
 
 def _closure_of(vals: Values, sfi: int, what: str) -> int:
     """A live closure of a SharedFunctionInfo (as jsfunctions lists them), from the census."""
-    from .heap import closure_of
+    from ..heap.functions import closure_of
     from ..heap.isolates import choose
     fn = closure_of(vals.prog, choose(vals.prog, address=sfi).heap, sfi)
     if fn is None:

@@ -11,7 +11,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import TargetMemoryError
+from ..errors import TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
 from ..v8.pages import Page, _Layout, _numpy, _plan, find_pages
 from ..v8.tagged import Heap
@@ -181,3 +181,13 @@ def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:
     else:
         w.walk(p, words, True, out)
     return out
+
+
+def of(prog: Program, heap: int, progress=None) -> Census:
+    """The census of one isolate's heap, taken once per target state; an error
+    when the heap holds no readable object at all."""
+    c = scan(prog, heap, progress)
+    if not c.total_objects:
+        raise V8DbgError(f"no live V8 heap object could be read ({len(c.pages)} heap pages "
+                         "found): the heap in this target is unreadable or damaged")
+    return c

@@ -1,0 +1,97 @@
+"""Live JS objects grouped by shape: constructor name and property names,
+as findjsobjects lists them, and the instances of one constructor.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import DecodeError, TargetMemoryError
+from . import census
+
+if TYPE_CHECKING:
+    from ..program import Program
+
+
+def _hex(v: int | None) -> str | None:
+    return None if v is None else f"0x{v:x}"
+
+
+MAX_DICT_SHAPES = 20000  # dictionary-mode objects whose keys are read one by one
+
+
+@dataclass
+class Group:
+    constructor: str
+    properties: list[str]
+    count: int = 0
+    size: int = 0
+    representative: int = 0
+    maps: list[int] = field(default_factory=list)
+
+
+def groups(prog: Program, heap: int) -> list[Group]:
+    """Live JS objects grouped by constructor name and property names."""
+    cached = prog.heap_state.groups.get(heap)
+    if isinstance(cached, list):
+        return cached
+    c = census.of(prog, heap)
+    sh = prog.shapes
+    groups: dict[tuple[str, tuple[str, ...]], Group] = {}
+    dict_budget = MAX_DICT_SHAPES
+    for st in c.maps.values():
+        if st.addresses is None or not st.count or sh.is_closure_type(st.instance_type):
+            continue
+        try:
+            shape = sh.shape(st.map, st.addresses[0])
+        except (DecodeError, TargetMemoryError):
+            continue
+        per = st.size // st.count if st.count else 0
+        if shape.dictionary and st.count <= dict_budget:
+            dict_budget -= st.count
+            for a in st.addresses:
+                name, names = sh.name_and_properties(a, st.map)
+                key = (name, tuple(names))
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = Group(key[0], list(key[1]), representative=a)
+                g.count += 1
+                g.size += per
+                if st.map not in g.maps:
+                    g.maps.append(st.map)
+            continue
+        key = (shape.constructor, tuple(shape.properties))
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = Group(key[0], list(key[1]), representative=st.addresses[0])
+        g.count += st.count
+        g.size += st.size
+        g.maps.append(st.map)
+    out = sorted(groups.values(), key=lambda g: (-g.count, g.constructor, g.properties))
+    prog.heap_state.groups[heap] = out
+    return out
+
+
+def instances(prog: Program, heap: int, name: str) -> list[int] | array:
+    """Addresses of the live objects whose constructor name is `name`, ascending."""
+    c = census.of(prog, heap)
+    sh = prog.shapes
+    parts: list = []
+    for g in groups(prog, heap):
+        if g.constructor != name:
+            continue
+        for m in g.maps:
+            st = c.maps.get(m)
+            if st is None or st.addresses is None:
+                continue
+            if sh.shape(m, st.addresses[0]).dictionary:
+                want = g.properties
+                parts.append([a for a in st.addresses
+                              if sh.name_and_properties(a, m) == (name, want)])
+            else:
+                parts.append(st.addresses)
+    if len(parts) == 1:
+        return parts[0]  # one map: already in address order
+    return sorted(set(a for part in parts for a in part))

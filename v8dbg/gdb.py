@@ -1,8 +1,7 @@
 """v8dbg in gdb: `python import v8dbg.gdb` (or `v8dbg gdb`), then `v8dbg` lists the commands.
 
-A thin adapter: it gives the shared core gdb's memory, threads and mappings,
-and prints what the core returns. It reads only; it never writes to the
-inferior or calls functions in it.
+A thin adapter: gdb's memory, threads and mappings in, the core's text out.
+It only reads: it never writes to the inferior or calls functions in it.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import os
 import gdb  # type: ignore[import-not-found]
 
 from .commands import Command, Session, load_all
-from .target.corefile import core_process_name
+from .target.corefile import binary_named_by, core_process_name, readable_regions
 from .errors import TargetMemoryError, V8DbgError
 from .target.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps
 
@@ -94,12 +93,7 @@ class GdbBackend:
 
     def regions(self) -> list[tuple[int, int]]:
         """Readable memory: the core's segments, or /proc/PID/maps when live."""
-        from .target.backend import proc_regions
-        from .target.corefile import core_regions
-        core = _core_path()
-        if core:
-            return core_regions(core)
-        return proc_regions(self.inferior.pid) if self.inferior.pid else []
+        return readable_regions(_core_path(), self.inferior.pid)
 
     def executable(self) -> str | None:
         name = gdb.current_progspace().filename
@@ -113,13 +107,7 @@ class GdbBackend:
         if gdb.current_progspace().filename:
             return None
         core = _core_path()
-        if not core:
-            return None
-        from .target.corefile import CoreBackend
-        try:
-            return CoreBackend(core, search=self.search_path()).binary_from_core()
-        except V8DbgError:
-            return None
+        return binary_named_by(core, self.search_path()) if core else None
 
     def search_path(self):
         """gdb's own `sysroot` and `solib-search-path`."""
@@ -190,23 +178,8 @@ def _is_core() -> bool:
 
 
 def _core_name() -> str | None:
-    try:
-        text = gdb.execute("info target", to_string=True)
-    except gdb.error:
-        return None
-    # "Local core dump file:" then, on the next line, "`/path/core', file type ...".
-    at = text.find("core dump file")
-    if at < 0:
-        return None
-    start = text.find("`", at)
-    end = text.find("'", start + 1)
-    if start < 0 or end < 0:
-        return None
-    return text[start + 1:end]
-
-
-def _core_path() -> str | None:
-    """The open core file's path (gdb 13 prints it on the line after the heading)."""
+    """The core file gdb has open, as `info target` names it (gdb 13 prints it
+    on the line after the heading)."""
     try:
         text = gdb.execute("info target", to_string=True)
     except gdb.error:
@@ -216,10 +189,13 @@ def _core_path() -> str | None:
         if "core dump file" in line:
             for cand in lines[i:i + 2]:
                 if "`" in cand:
-                    path = cand.split("`", 1)[1].split("'", 1)[0]
-                    if os.path.isfile(path):
-                        return path
+                    return cand.split("`", 1)[1].split("'", 1)[0]
     return None
+
+
+def _core_path() -> str | None:
+    name = _core_name()
+    return name if name and os.path.isfile(name) else None
 
 
 def _evaluate(expr: str) -> int:

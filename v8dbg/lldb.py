@@ -16,7 +16,7 @@ import lldb  # type: ignore[import-not-found]
 
 from .commands import Session, load_all
 from .interrupt import set_interrupt_check
-from .target.corefile import core_mappings, core_process_name
+from .target.corefile import binary_named_by, core_mappings, core_process_name
 from .errors import TargetMemoryError, V8DbgError
 from .target.backend import Registers, ThreadInfo, proc_maps
 
@@ -142,13 +142,7 @@ class LldbBackend:
         if self.live:
             return None
         core = _find_core_file(self.process.GetProcessID())
-        if not core:
-            return None
-        from .target.corefile import CoreBackend
-        try:
-            return CoreBackend(core).binary_from_core()
-        except V8DbgError:
-            return None
+        return binary_named_by(core) if core else None
 
     def binary_from_core(self) -> str | None:
         """The node file, when lldb took it from the core (`lldb -c core`) rather

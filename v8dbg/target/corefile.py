@@ -279,3 +279,20 @@ def core_regions(path: str) -> list[tuple[int, int]]:
         if seg.type == PT_LOAD and seg.filesz:
             out.append((seg.vaddr, seg.vaddr + min(seg.filesz, seg.memsz)))
     return out
+
+
+def binary_named_by(core_path: str, search: SearchPath | None = None) -> str | None:
+    """The node file a core names as its program, checked by build-id and found
+    along the search path; None when no such file is here."""
+    try:
+        return CoreBackend(core_path, search=search).binary_from_core()
+    except V8DbgError:
+        return None
+
+
+def readable_regions(core_path: str | None, pid: int | None) -> list[tuple[int, int]]:
+    """Readable memory: a core's segments, or a live process's /proc/PID/maps."""
+    from .backend import proc_regions
+    if core_path:
+        return core_regions(core_path)
+    return proc_regions(pid) if pid else []

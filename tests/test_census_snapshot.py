@@ -49,7 +49,7 @@ MIXED = "census_mixed.js"
 TSC = "census_tsc.js"
 TSC_DIR = CACHE / "npm" / "typescript-5.6.3"
 OBJECT_SLACK = 3
-_DECORATED = re.compile(r"\[JSGlobal|^global ")
+_DECORATED = re.compile(r"\[JSGlobal|^global( |$)")
 
 
 @lru_cache(maxsize=None)

@@ -47,23 +47,6 @@ class Census:
     left_out: int = 0  # literal boilerplates V8 keeps for itself, not counted
 
 
-def _joined(parts: list, np) -> array:
-    """One array of addresses from a map's per-page parts (arrays, or NumPy arrays)."""
-    if np is not None and len(parts) > 1:
-        cat = np.concatenate([np.frombuffer(x, dtype=np.uint64) if isinstance(x, array) else x
-                              for x in parts])
-        out = array("Q")
-        out.frombytes(cat.astype("<u8").tobytes())
-        return out
-    out = array("Q")
-    for x in parts:
-        if isinstance(x, array):
-            out.extend(x)
-        else:
-            out.frombytes(x.astype("<u8").tobytes())
-    return out
-
-
 def _leave_out_boilerplates(prog: Program, h: Heap, stats: dict[int, MapStats],
                             sites: list[int]) -> int:
     """Take the literal boilerplates V8 keeps in AllocationSites out of stats.
@@ -119,7 +102,7 @@ def scan(prog: Program, heap: int | None = None, progress=None,
     w = Walker(prog, h)
     np = _numpy() if use_numpy is not False else None
     nw = NumpyPages(w, np) if np is not None else None
-    parts: dict[int, list[array]] = {}
+    acc: dict[int, array] = {}  # map -> addresses, in page order
     total = unknown = skipped = 0
     damaged: list[int] = []
     total_bytes = sum(p.end - p.start for p in live)
@@ -127,27 +110,29 @@ def scan(prog: Program, heap: int | None = None, progress=None,
     code_owners = _code_owners(w, live)
     for p in live:
         check_interrupted()
-        r = walk_page(w, nw, p, code_owners)
+        r = walk_page(w, nw, p, code_owners, acc)
         total += r.count
         unknown += r.unknown
         if r.damaged:
             damaged.append(p.address)
             skipped += r.skipped
         for m, a in r.records.items():
-            lst = parts.get(m)
-            if lst is None:
-                parts[m] = [a]
+            got = acc.get(m)
+            if got is None:
+                got = acc[m] = array("Q")
+            if isinstance(a, array):
+                got.extend(a)
             else:
-                lst.append(a)
+                got.frombytes(a.astype("<u8").tobytes())
         done += p.end - p.start
         if progress is not None:
             progress.update(done, total_bytes)
     # In map-address order, so every front end lists (and picks representatives) alike.
     stats: dict[int, MapStats] = {}
     sites: list[int] = []
-    for m in sorted(parts):
+    for m in sorted(acc):
         info = w.cache.get(m)
-        addrs = _joined(parts[m], np)
+        addrs = acc[m]
         if info and info[2] == w.cls.allocation_site:
             sites.extend(addrs)
             continue

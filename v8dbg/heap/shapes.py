@@ -60,6 +60,7 @@ class Shapes:
         self._cache: dict[int, Shape] = {}
         self._by_proto: dict[int, str | None] = {}
         self._named: dict[int, str | None] = {}
+        self._tag_keys: dict[int, bool] = {}
         md = self.md
         self.o_ctor = md.off("Map", "constructor_or_back_pointer")
         self.o_proto = md.off("Map", "prototype")
@@ -156,9 +157,19 @@ class Shapes:
         if props is None:
             return self.v.own_data_property(obj, symbol_desc="Symbol.toStringTag")
         v = self.v
+        known = self._tag_keys
         for p in props:
-            if not p.accessor and v.is_symbol(p.key) and \
-                    v.symbol_description(p.key) == "Symbol.toStringTag":
+            if p.accessor:
+                continue
+            is_tag = known.get(p.key)
+            if is_tag is None:
+                # Property keys recur across objects: each is looked at once.
+                is_tag = v.is_symbol(p.key) and \
+                    v.symbol_description(p.key) == "Symbol.toStringTag"
+                if len(known) > 100000:
+                    known.clear()
+                known[p.key] = is_tag
+            if is_tag:
                 return p.value
         return None
 

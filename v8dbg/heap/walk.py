@@ -14,7 +14,6 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import TargetMemoryError
 from ..v8.pages import Page, _Layout, bulk
 from ..v8.tagged import Heap
 
@@ -35,10 +34,13 @@ K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_UNKNOWN, K_BIGINT, K_PROPAR
 class _Classifier:
     """Per map: how to size its objects and whether to count them."""
 
-    def __init__(self, h: Heap) -> None:
+    def __init__(self, h: Heap, reader=None) -> None:
         self.h = h
         md = h.md
         self.mem = h.mem
+        # Maps are read the way pages are (`bulk`): a debugger's core file
+        # directly, far faster than its memory API for many small reads.
+        self.read = reader or (lambda a, n: h.mem.read(a, n))
         t = md.types
         self.metas: dict[int, bool] = {}
         self.map_type = t.get("MAP_TYPE")
@@ -89,8 +91,9 @@ class _Classifier:
         r = self.metas.get(mm)
         if r is None:
             try:
-                r = mm & 3 == 1 and self.mem.u64(mm - 1) == mm
-            except TargetMemoryError:
+                r = mm & 3 == 1 and mm > 0x10000 and \
+                    struct.unpack("<Q", self.read(mm - 1, 8))[0] == mm
+            except Exception:
                 r = False
             if len(self.metas) < 10000:
                 self.metas[mm] = r
@@ -101,8 +104,10 @@ class _Classifier:
         if m & 3 != 1 or m < 0x10000:
             return (K_BAD, 0, -1, False)
         try:
-            raw = self.mem.read(m - 1, 16)
-        except TargetMemoryError:
+            raw = self.read(m - 1, 16)
+            if len(raw) != 16:
+                return (K_BAD, 0, -1, False)
+        except Exception:
             return (K_BAD, 0, -1, False)
         mm = struct.unpack_from("<Q", raw, 0)[0]
         if not self.is_meta(mm):
@@ -184,7 +189,7 @@ class Walker:
     def __init__(self, prog: Program, h: Heap) -> None:
         self.prog = prog
         self.h = h
-        self.cls = _Classifier(h)
+        self.cls = _Classifier(h, bulk(prog).read)
         self.cache: dict[int, tuple[int, int, int, bool]] = {}
         self.codes: dict[int, int] = {}
         self.bad: dict[int, tuple[int, int, int, bool]] = {}
@@ -235,22 +240,29 @@ class Walker:
         return _var_size(kind, words, i, self.cls)
 
     def step(self, words, i: int, n: int, res: PageWalk, rec: bool, base1: int,
-             starts: list | None = None) -> int:
+             starts: list | None = None, records: dict | None = None) -> int:
         """The object at word i: count it into res; return where the next one starts."""
         m = int(words[i])
-        info = self.info(m)
+        info = self.cache.get(m) or self.info(m)
         kind = info[0]
-        stop = min(n, i + MAX_RESYNC_WORDS)
         if kind == K_BAD:
             if m == 0 and not any(int(words[k]) for k in range(i, n)):
                 return n  # never-used memory to the page's end (an allocation area not found)
-            j = self._resync(words, i + 1, stop)
+            j = self._resync(words, i + 1, min(n, i + MAX_RESYNC_WORDS))
             res.damaged = True
             res.skipped += 8 * (j - i)
             return j
-        size = self.size_at(words, i, n) if i + 1 < n or kind == K_FIXED else -1
+        if kind == K_FIXED:
+            size = info[1]
+        elif kind == K_UNKNOWN:
+            size = 0 if i + 1 < n else -1
+        elif i + 1 < n:
+            size = _var_size(kind, words, i, self.cls)
+        else:
+            size = -1
         if size == 0:
             # No size rule (or a size of 0): the object runs to the next map word.
+            stop = min(n, i + MAX_RESYNC_WORDS)
             size = self._resync(words, i + 2, stop) - i if i + 2 < stop else stop - i
             if kind != K_FREE:
                 res.unknown += 1
@@ -264,20 +276,24 @@ class Walker:
         if starts is not None:
             starts.append((base1 + 8 * i, m, size))
         elif rec and info[3]:
-            a = res.records.get(m)
+            recs = res.records if records is None else records
+            a = recs.get(m)
             if a is None:
-                a = res.records[m] = array("Q")
+                a = recs[m] = array("Q")
             a.append(base1 + 8 * i)
         return i + size
 
-    def walk(self, p: Page, words, rec: bool = True, starts: list | None = None) -> PageWalk:
+    def walk(self, p: Page, words, rec: bool = True, starts: list | None = None,
+             sink: dict | None = None) -> PageWalk:
         """Walk one page in plain Python: `step` for each object, the common kinds inline.
 
         Per map a small code says how `step` would size it: > 0 a fixed
         size in words, -1 a FixedArray, -2/-3 a sequential one-/two-byte
-        string, -4 a JS object of fixed size (its address is kept), -9 any
-        other (`step` itself). An object that would run past the page always
-        goes through `step`.
+        string, -5 free space (not counted), <= -100 a JS object of fixed
+        size -100 - code (its address is kept, into `sink` when given), -9
+        any other (`step` itself). Where the
+        inline sizing cannot decide (a length word past the page, the last
+        object running past it) `step` decides.
         """
         res = PageWalk()
         n = len(words)
@@ -287,6 +303,7 @@ class Walker:
         k = 0
         nt = tops[0] if tops else n + 1
         i = 0
+        records = res.records if sink is None else sink
         if starts is not None:
             while i < n:
                 if i >= nt:
@@ -298,73 +315,76 @@ class Walker:
                     continue
                 i = self.step(words, i, n, res, rec, base1, starts)
             return res
-        codes = self.codes
-        get = codes.get
-        records = res.records
+        get = self.codes.get
+        fs = self.cls.free_shift
         cnt = 0
-        while i < n:
-            if i >= nt:
-                if i == nt:
-                    i = skips[nt]
-                while k < len(tops) and tops[k] < i:
-                    k += 1
-                nt = tops[k] if k < len(tops) else n + 1
-                continue
-            m = words[i]
-            c = get(m)
-            if c is None:
-                c = self._learn(m)
-            if c > 0:
-                if i + c <= n:
-                    i += c
-                    cnt += 1
-                    continue
-            elif c == -4:
-                s = self.cache[m][1]
-                if i + s <= n:
-                    if rec:
-                        a = records.get(m)
-                        if a is None:
-                            a = records[m] = array("Q")
-                        a.append(base1 + (i << 3))
-                    i += s
-                    cnt += 1
-                    continue
-            elif c == -1:
-                if i + 1 < n:
-                    s = 2 + (words[i + 1] >> 32)
-                    if i + s <= n:
-                        i += s
-                        cnt += 1
+        last = c = m = -1
+        while True:
+            try:
+                while i < n:
+                    if i >= nt:
+                        if i == nt:
+                            i = skips[nt]
+                        while k < len(tops) and tops[k] < i:
+                            k += 1
+                        nt = tops[k] if k < len(tops) else n + 1
                         continue
-            elif c == -2:
-                if i + 1 < n:
-                    s = 2 + (((words[i + 1] >> 32) + 7) >> 3)
-                    if i + s <= n:
-                        i += s
+                    m = words[i]
+                    c = get(m)
+                    if c is None:
+                        c = self._learn(m)
+                    last = i
+                    if c > 0:
+                        i += c
                         cnt += 1
-                        continue
-            elif c == -3:
-                if i + 1 < n:
-                    s = 2 + (((words[i + 1] >> 32) * 2 + 7) >> 3)
-                    if i + s <= n:
-                        i += s
+                    elif c <= -100:
+                        if rec:
+                            a = records.get(m)
+                            if a is None:
+                                a = records[m] = array("Q")
+                            a.append(base1 + (i << 3))
+                        i -= 100 + c
                         cnt += 1
-                        continue
-            i = self.step(words, i, n, res, rec, base1)
+                    elif c == -1:
+                        i += 2 + (words[i + 1] >> 32)
+                        cnt += 1
+                    elif c == -2:
+                        i += 2 + (((words[i + 1] >> 32) + 7) >> 3)
+                        cnt += 1
+                    elif c == -3:
+                        i += 2 + (((words[i + 1] >> 32) * 2 + 7) >> 3)
+                        cnt += 1
+                    elif c == -5 and (words[i + 1] >> 32) >> fs:
+                        i += (words[i + 1] >> 32) >> fs  # free space: not counted
+                    else:
+                        c = -9
+                        i = self.step(words, i, n, res, rec, base1, None, records)
+                break
+            except IndexError:  # a length word past the page
+                c = -9
+                i = self.step(words, i, n, res, rec, base1, None, records)
+        if i > n:
+            # The last object, sized inline, runs past the page: undo it; `step` decides.
+            if c != -5:
+                cnt -= 1
+            if c <= -100 and rec:
+                records[m].pop()
+            self.step(words, last, n, res, rec, base1, None, records)
         res.count += cnt
         return res
 
     def _learn(self, m: int) -> int:
         kind, size, _itype, recd = self.info(m)
         if kind == K_FIXED:
-            c = -4 if recd else size
+            c = -100 - size if recd else size
         elif kind == K_ARRAY:
             c = -1
         elif kind == K_SEQ1:
             c = -2
         elif kind == K_SEQ2:
             c = -3
+        elif kind == K_FREE:
+            c = -5
         else:
             c = -9
         if kind != K_BAD:
@@ -625,8 +645,12 @@ def _code_owners(w: Walker, pages: list[Page]) -> set[int]:
     return out
 
 
-def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int]) -> PageWalk:
-    """The walk of one page, by the one algorithm (NumPy only speeds it up)."""
+def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int],
+              sink: dict | None = None) -> PageWalk:
+    """The walk of one page, by the one algorithm (NumPy only speeds it up).
+
+    The plain-Python walk appends JS objects' addresses straight to `sink`
+    (map -> array); the others return them in the result's records."""
     words = w.read_page(p)
     if words is None:
         return PageWalk(damaged=True, skipped=p.end - p.start)
@@ -638,7 +662,7 @@ def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int]) 
     elif nw is not None and rec:
         r = nw.walk(p, words.obj if hasattr(words, "obj") else words.tobytes(), rec)
     else:
-        r = w.walk(p, words, rec)
+        r = w.walk(p, words, rec, None, sink)
     if not rec:
         # Machine code has no size rule here: those pages are walked by
         # resynchronising, so a stray word there is no sign of damage.

@@ -32,7 +32,10 @@ JSON output of every `--json` flag: [`v8dbg-output.schema.json`](v8dbg-output.sc
 def render() -> str:
     os.environ["COLUMNS"] = "80"  # argparse wraps help to the terminal's width
     sys.path.insert(0, str(ROOT))
-    from v8dbg.cli import LAUNCHERS, build_parser
+    try:
+        from v8dbg.commands.cli import LAUNCHERS, build_parser  # the layered layout
+    except ImportError:
+        from v8dbg.cli import LAUNCHERS, build_parser
     from v8dbg.commands import load_all
     cmds = load_all()
     _, subs = build_parser(cmds, "v8dbg")

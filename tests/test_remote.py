@@ -237,7 +237,7 @@ def test_thread_state_found_when_isolate_offsets_move(version, cores):
     moved = dict(prog.md.consts)
     try:
         prog.md.consts["IsolateHeap"] += 64
-        prog.cache.clear()
+        prog.forget()
         got = segments.top_for(prog, regs)
     finally:
         prog.md.consts.clear()

@@ -24,11 +24,6 @@ from test_stack import TIERS, compare, tier_flags
 import test_values
 from test_values import _check_closures, _check_outputs, _closure_cmds, _commands, _sess, zoo
 
-# Maglev code of these releases carries no source position table (V8 itself
-# takes an optimized frame's position from its deoptimization data, which
-# v8dbg does not decode): the Maglev frame has no position and its inlined
-# frame is missing. Node 24.20 and later record the positions.
-NO_MAGLEV_POSITIONS = {"24.0.0", "24.11.0"}
 
 _pool = ThreadPoolExecutor(max_workers=3)
 _fetches: dict[str, Future] = {}
@@ -51,7 +46,7 @@ def test_sweep_stack(version: str) -> None:
     bad = []
     for tier in TIERS:
         flags = tier_flags(version, tier)
-        if flags is None or (tier == "maglev" and version in NO_MAGLEV_POSITIONS):
+        if flags is None:
             continue
         d = make_core(version, "stack.js", flags, {"V8DBG_TIER": tier})
         out = run_cli(version, d / "core", ["jsstack --json"])[0]
@@ -69,16 +64,6 @@ def test_sweep_stack(version: str) -> None:
         except (AssertionError, KeyError) as e:
             bad.append(f"{tier}: {str(e)[:800]}")
     assert not bad, "\n".join(bad)
-
-
-@pytest.mark.xfail(strict=True, reason="Maglev code without a source position table")
-@pytest.mark.parametrize("version", sorted(NO_MAGLEV_POSITIONS))
-def test_sweep_maglev_without_positions(version: str) -> None:
-    """Known gap, kept visible: strict, so it fails once such frames decode."""
-    _node(version)
-    d = make_core(version, "stack.js", tier_flags(version, "maglev"), {"V8DBG_TIER": "maglev"})
-    doc = json_line(run_cli(version, d / "core", ["jsstack --json"])[0])
-    compare(doc, (d / "expected-stack.txt").read_text())
 
 
 def _without_performance(text: str) -> str:

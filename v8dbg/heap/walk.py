@@ -4,6 +4,9 @@ One algorithm, whatever the front end: the pure-Python steps and, when NumPy
 is importable, the same steps computed in bulk (`NumpyPages`), which must
 give the same objects. Only live objects are counted: free space and filler
 objects are stepped over, and a page the walk cannot finish is reported.
+
+One idea, so one module despite its length: the classifier of maps, the
+walk and its NumPy form must agree object for object, and sit together.
 """
 
 from __future__ import annotations

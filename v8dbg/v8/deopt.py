@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from . import layouts
+from . import layouts, vlq
 from ..errors import DecodeError, TargetMemoryError
 
 MAX_SAFEPOINTS = 1 << 16
@@ -46,26 +46,12 @@ class DeoptPoint:
     frames: list[TranslatedFrame]  # innermost first
 
 
-# -- variable-length integers as V8 writes them (base/vlq.h) --------------
-
 def _uvlq(data: bytes, pos: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    while True:
-        if pos >= len(data) or shift > 35:
-            raise DecodeError("translation ends inside a number")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, pos
+    return vlq.uvlq(data, pos, "translation")
 
 
 def _svlq(data: bytes, pos: int) -> tuple[int, int]:
-    """Signed: the sign in the lowest bit, the magnitude above it."""
-    u, pos = _uvlq(data, pos)
-    return (-(u >> 1) if u & 1 else u >> 1), pos
+    return vlq.signed(data, pos, "translation")
 
 
 # -- safepoint table -------------------------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import DecodeError, TargetMemoryError
 from .tagged import Heap
+from . import vlq
 from .strings import Strings
 
 MAX_TABLE_BYTES = 4 << 20
@@ -38,24 +39,13 @@ class Position:
 
 
 def read_uvlq(data: bytes, pos: int) -> tuple[int, int]:
-    """An unsigned variable-length integer: 7 bits a byte, low bits first."""
-    value = 0
-    shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise DecodeError("truncated position table")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, pos
+    """An unsigned variable-length integer of a position table."""
+    return vlq.uvlq(data, pos, "position table")
 
 
 def read_vlq(data: bytes, pos: int) -> tuple[int, int]:
     """A zigzag-encoded signed integer, as V8's position tables store them."""
-    value, pos = read_uvlq(data, pos)
-    return (value >> 1) ^ -(value & 1), pos
+    return vlq.zigzag(data, pos, "position table")
 
 
 def iter_position_table(data: bytes, start: int = 0, encoding: int = 1):

@@ -245,3 +245,18 @@ def test_thread_state_found_when_isolate_offsets_move(version, cores):
     assert got is not None
     assert (got.isolate, got.c_entry_fp, got.js_entry_sp, got.exits) == \
         (want.isolate, want.c_entry_fp, want.js_entry_sp, want.exits)
+
+
+@pytest.mark.parametrize("version", ["18.20.8", "26.10.0"])
+def test_library_found_by_build_id_under_another_name(version, cores, tmp_path):
+    """--solib-path finds a library by its build-id whatever its file is called."""
+    import shutil
+    d = cores[version]
+    libdir = moved_sysroot(d) / "usr" / "lib" / "x86_64-linux-prd"
+    (tmp_path / "deep").mkdir()
+    shutil.copy(libdir / "libc.so.6", tmp_path / "deep" / "libc-from-prod.so")
+    out = run_cli(version, moved_core(d), ["jsstack --json"], extra=("--solib-path", str(tmp_path)))[0]
+    doc = json_line(out)
+    compare(doc, (d / "expected-stack.txt").read_text())
+    assert "abort" in {f["symbol"] for f in doc["frames"] if f.get("module") == "libc.so.6"}
+    assert not any(MOVED_LIBC in w for w in warnings(out)), out[-1000:]

@@ -188,7 +188,7 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]]:
         raw["EmbeddedBlobCodeSize"] = struct.unpack("<I", binary.read(size_at, 4) or b"\0" * 4)[0]
     if "EmbeddedBlobCodeStart" not in raw and binary.section(".symtab") is None:
         # A stripped binary: the builtins are the code without unwind tables.
-        from .cfi import largest_uncovered
+        from ..target.cfi import largest_uncovered
         span = largest_uncovered(binary)
         if span is not None:
             raw["EmbeddedBlobCodeStart"], raw["EmbeddedBlobCodeSize"] = span[0], span[1] - span[0]

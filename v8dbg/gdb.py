@@ -11,9 +11,9 @@ import os
 import gdb  # type: ignore[import-not-found]
 
 from .commands import Command, Session, load_all
-from .target.corefile import binary_named_by, core_process_name, readable_regions
 from .errors import TargetMemoryError, V8DbgError
 from .target.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps
+from .target.corefile import binary_named_by, core_process_name, readable_regions
 
 _generation = [0]
 

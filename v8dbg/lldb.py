@@ -15,10 +15,10 @@ import struct
 import lldb  # type: ignore[import-not-found]
 
 from .commands import Session, load_all
-from .interrupt import set_interrupt_check
-from .target.corefile import binary_named_by, core_mappings, core_process_name
 from .errors import TargetMemoryError, V8DbgError
+from .interrupt import set_interrupt_check
 from .target.backend import Registers, ThreadInfo, proc_maps
+from .target.corefile import binary_named_by, core_mappings, core_process_name
 
 
 def _target():

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from .heap.state import HeapState
 from .heap.shapes import Shapes
+from .heap.state import HeapState
 from .stack.frames import StackDecoder
 from .target.backend import Backend
 from .target.process import LoadedModule, Symbol, Target

@@ -19,9 +19,9 @@ from typing import Callable
 
 from .. import errors
 from ..errors import V8DbgError
+from ..interrupt import check_interrupted, set_interrupt_check  # noqa: F401 (front ends)
 from ..program import Program
 from ..target.backend import Backend
-from ..interrupt import check_interrupted, set_interrupt_check  # noqa: F401 (front ends)
 
 
 @dataclass

@@ -9,16 +9,16 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..errors import TargetMemoryError, V8DbgError
 from ..heap import census
 from ..heap.functions import functions
 from ..heap.groups import groups, instances
+from ..heap.isolates import Isolate, choose, isolates
 from ..heap.nodeinfo import node_info
 from ..heap.refs import RefFinder
-from ..heap.isolates import Isolate, choose, isolates
-from .base import Progress, Result, Session, command, hexaddr
-from ..errors import TargetMemoryError, V8DbgError
 from ..heap.shapes import Shapes
 from ..program import Program
+from .base import Progress, Result, Session, command, hexaddr
 
 
 def _isolate_args(p: argparse.ArgumentParser) -> None:

@@ -12,8 +12,8 @@ import os
 import statistics
 import sys
 
-from . import profile_output
 from ..errors import V8DbgError
+from . import profile_output
 
 USAGE = ("profile --pid PID [--rate HZ] [--duration S] [--threads main|all] [--idle] "
          "[--native] [-o FILE] [--format folded|speedscope|svg]")

@@ -14,7 +14,6 @@ from ..v8.metadata import warn_once
 from ..values import preview
 from .base import Result, Session, command, hexaddr
 
-
 MAX_THREADS = 4096
 
 

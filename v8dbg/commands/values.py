@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..values import inspect
-
-from ..values import preview
-from .base import Result, Session, command, hexaddr
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
+from ..values import inspect, preview
 from ..values.decoder import Values
+from .base import Result, Session, command, hexaddr
 
 DEFAULT_DEPTH = 2
 DEFAULT_STRLEN = 100

@@ -10,14 +10,13 @@ matched to the heap that most of its stack words point into.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import bisect
 import struct
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..v8 import pages
 from ..errors import V8DbgError
+from ..v8 import pages
 
 if TYPE_CHECKING:
     from ..program import Program

@@ -12,9 +12,8 @@ that map (a prototype has a map of its own).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError
 

@@ -11,15 +11,14 @@ inlining (Maglev, TurboFan).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
 from ..target.backend import Registers, ThreadInfo
 from ..target.unwind import MachineFrame, walk
-from .jit import JitFrames
 from . import segments
+from .jit import JitFrames
 
 if TYPE_CHECKING:
     from ..program import Program

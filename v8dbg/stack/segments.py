@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import TargetMemoryError, V8DbgError
-from ..v8 import pages
 from ..target.backend import Registers
 from ..target.unwind import MachineFrame, walk
+from ..v8 import pages
 
 if TYPE_CHECKING:
     from ..program import Program

@@ -12,10 +12,10 @@ import os
 from dataclasses import dataclass, field
 
 from ..errors import TargetMemoryError, V8DbgError
+from . import solibs
 from .backend import Backend, Memory
 from .cfi import CfiTable
 from .corefile import _build_id_from_header
-from . import solibs
 from .elf import ElfFile, open_elf
 from .symbols import demangle
 

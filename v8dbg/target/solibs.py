@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .elf import ElfFile, build_id_from_header, open_elf
-from .backend import Mapping
 from ..errors import TargetMemoryError, V8DbgError
+from .backend import Mapping
+from .elf import ElfFile, build_id_from_header, open_elf
 
 MAX_SCAN_FILES = 20000  # files looked at when matching by build-id, per search path
 MAX_SCAN_DEPTH = 8

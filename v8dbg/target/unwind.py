@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cfi import RBP, RSP
 from ..errors import TargetMemoryError
 from .backend import Registers
+from .cfi import RBP, RSP
 from .process import Target
 
 MAX_FRAMES = 4096

@@ -18,8 +18,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from . import layouts, vlq
 from ..errors import DecodeError, TargetMemoryError
+from . import layouts, vlq
 
 MAX_SAFEPOINTS = 1 << 16
 MAX_TRANSLATION_BYTES = 16 << 20

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 
 from ..errors import DecodeError, TargetMemoryError
-from .tagged import Heap
 from . import vlq
 from .strings import Strings
+from .tagged import Heap
 
 MAX_TABLE_BYTES = 4 << 20
 MAX_SOURCE = 64 << 20

@@ -12,9 +12,9 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
-from . import layouts
-from ..target.elf import ElfFile
 from ..errors import V8DbgError
+from ..target.elf import ElfFile
+from . import layouts
 
 _SYMBOL_PATTERN = (rb"(?:v8dbg|nodedbg)_[A-Za-z0-9_]+"
                    rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch)_E"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DecodeError, TargetMemoryError
-from .tagged import Heap
 from .strings import Strings
+from .tagged import Heap
 
 FUNCTION_VARIABLE_SHIFT = 12
 HAS_SAVED_CLASS_VARIABLE = 1 << 10

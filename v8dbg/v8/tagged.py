@@ -8,9 +8,8 @@ length taken from the target is capped by the caller's limit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import struct
+from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError
 

@@ -117,7 +117,8 @@ def test_wheel_contents(venv: Path) -> None:
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    for mod in ("v8dbg/gdb.py", "v8dbg/lldb.py", "v8dbg/cli.py", "v8dbg/launch.py"):
+    for mod in ("v8dbg/gdb.py", "v8dbg/lldb.py", "v8dbg/commands/cli.py",
+                "v8dbg/commands/launch.py"):
         assert mod in names, names
     assert any(n.endswith("LICENSE") and ".dist-info/" in n for n in names), names
     assert "License: MIT" in meta or "License-Expression: MIT" in meta, meta[:2000]

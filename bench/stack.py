@@ -50,8 +50,8 @@ def gdb_script(root: str) -> str:
 import json, sys, time, gdb
 t0 = time.perf_counter()
 gdb.execute("source {root}/plugins/gdb/v8dbg.py")
-plugin = sys.modules["__main__"]
-plugin.SESSION.program()
+import v8dbg.gdb
+v8dbg.gdb.SESSION.program()
 t1 = time.perf_counter()
 text = gdb.execute("jsstack", to_string=True)
 t2 = time.perf_counter()
@@ -64,7 +64,7 @@ def lldb_script(root: str) -> list[str]:
     return [
         "script import time, json; _t0 = time.perf_counter()",
         f"command script import {root}/plugins/lldb/v8dbg.py",
-        "script import v8dbg; v8dbg.SESSION.program(); _t1 = time.perf_counter()",
+        "script import v8dbg.lldb; v8dbg.lldb.SESSION.program(); _t1 = time.perf_counter()",
         "script _r = lldb.SBCommandReturnObject(); "
         "lldb.debugger.GetCommandInterpreter().HandleCommand('jsstack', _r); "
         "_t2 = time.perf_counter(); assert _r.GetOutput().count(' at ') >= 45",

@@ -12,6 +12,7 @@ command -v gdb >/dev/null || need+=(gdb)
 command -v lldb-16 >/dev/null || need+=(lldb-16)
 [ -d /usr/lib/llvm-16/lib/python3/dist-packages/lldb ] || need+=(python3-lldb-16)
 command -v npm >/dev/null || need+=(npm)
+command -v strip >/dev/null || need+=(binutils)  # a stripped node copy for the remote-core tests
 # tests/test_package.py installs the wheel into a fresh virtualenv (Debian's python3-venv).
 python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
 # NumPy speeds up the heap census; gdb and lldb embed Debian's /usr/bin/python3.

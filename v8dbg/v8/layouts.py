@@ -430,7 +430,41 @@ for _key, _extra in _THREAD_TOP.items():
     for _name, _value in _extra.items():
         VERSIONS[_key]["consts"].setdefault(_name, _value)
 
+# V8's own tables of its embedded builtins, read where the binary is stripped
+# of the Builtins_* labels (see embedded.py): BuiltinMetadataSize is the size
+# of one entry of the builtin metadata array (name pointer, kind, data);
+# the embedded blob's data part starts with EmbeddedDataHeaderSize bytes of
+# hashes, then one EmbeddedLayoutSize-byte layout description per builtin
+# (instruction offset and length first); EmbeddedCodeAlignment is the
+# alignment of each builtin's code. Checked against the Builtins_* symbols of
+# the unstripped release binary of each line.
+_EMBEDDED_LAYOUT = {(10, 2): 28, (11, 3): 32, (12, 4): 12, (13, 6): 12, (14, 6): 12}
+for _key, (_base, _c, _f) in _BETWEEN.items():
+    _EMBEDDED_LAYOUT.setdefault(_key, _EMBEDDED_LAYOUT[_base])
+for _key, _size in _EMBEDDED_LAYOUT.items():
+    VERSIONS[_key]["consts"].setdefault("EmbeddedLayoutSize", _size)
+COMMON["consts"].update(BuiltinMetadataSize=24, EmbeddedDataHeaderSize=24,
+                        EmbeddedCodeAlignment=32)
+
 SUPPORTED = sorted(VERSIONS)
+
+
+def facts(version: tuple[int, ...]) -> dict[str, int]:
+    """The table's constants for a V8 version (the nearest older line if unknown),
+    for what is read before the metadata is merged."""
+    key = (version[0], version[1])
+    if key not in VERSIONS:
+        older = [k for k in SUPPORTED if k <= key]
+        key = older[-1] if older else SUPPORTED[0]
+    return dict(COMMON["consts"]) | VERSIONS[key]["consts"]
+
+
+def embedded_layout_sizes(version: tuple[int, ...]) -> tuple[int, ...]:
+    """Layout description sizes to try: the version's own first, then every
+    other line's (the search checks each table hard, so a wrong size finds nothing)."""
+    own = facts(version).get("EmbeddedLayoutSize")
+    rest = sorted(set(_EMBEDDED_LAYOUT.values()) - {own})
+    return ((own,) if own else ()) + tuple(rest)
 
 
 def apply(md: Any) -> None:

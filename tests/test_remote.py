@@ -295,9 +295,10 @@ def test_different_library_and_all_threads(version, cores, tmp_path):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_thread_state_found_when_isolate_offsets_move(version, cores):
-    """A release whose Isolate members moved: the ThreadLocalTop is found near
-    the Heap by its pointer back to the Isolate, with the same contents."""
+def test_thread_state_found_when_isolate_offsets_move(version, cores, monkeypatch):
+    """A release whose Isolate members moved (and no other release of its line
+    in the table fits): the ThreadLocalTop is found near the Heap by its
+    pointer back to the Isolate, with the same contents."""
     sys.path.insert(0, str(ROOT))
     from support import node_binary
     from v8dbg.stack import segments
@@ -310,6 +311,7 @@ def test_thread_state_found_when_isolate_offsets_move(version, cores):
     want = segments.top_for(prog, regs)
     assert want is not None
     moved = dict(prog.md.consts)
+    monkeypatch.setattr(segments.layouts, "thread_top_variants", lambda md: [])
     try:
         prog.md.consts["IsolateHeap"] += 64
         prog.forget()
@@ -320,6 +322,33 @@ def test_thread_state_found_when_isolate_offsets_move(version, cores):
     assert got is not None
     assert (got.isolate, got.c_entry_fp, got.js_entry_sp, got.exits) == \
         (want.isolate, want.c_entry_fp, want.js_entry_sp, want.exits)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_thread_state_from_another_release_of_the_line(version, cores, monkeypatch):
+    """A release the table has not measured may carry the offsets of another
+    release of its line: those are tried (each checked) before any search."""
+    sys.path.insert(0, str(ROOT))
+    from support import node_binary
+    from v8dbg.program import Program
+    from v8dbg.stack import segments
+    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.v8 import layouts
+    d = cores[version]
+    backend = CoreBackend(str(d / "core"), str(node_binary(version)))
+    prog = Program(backend, str(node_binary(version)))
+    regs = backend.threads()[0].regs
+    want = segments.top_for(prog, regs)
+    variants = layouts.thread_top_variants(prog.md)
+    assert want is not None and len(variants) >= 2
+    monkeypatch.setattr(segments, "_search_top", lambda prog, heap: None)
+    for name, value in variants[1].items():  # another release's offsets, undone after
+        monkeypatch.setitem(prog.md.consts, name, value)
+    prog.forget()
+    got = segments.top_for(prog, regs)
+    assert got is not None
+    assert (got.isolate, got.c_entry_fp, got.js_entry_sp, got.handler, got.exits) == \
+        (want.isolate, want.c_entry_fp, want.js_entry_sp, want.handler, want.exits)
 
 
 @pytest.mark.parametrize("version", ["18.20.8", "26.10.0"])

@@ -119,7 +119,9 @@ def builtin_names(binary: ElfFile, entry_size: int) -> list[str] | None:
         if name is None:
             break
         names.append(name)
-    if len(names) >= _MAX_BUILTINS or len(set(names)) != len(names) or _ANCHOR.decode() not in names:
+    if len(names) >= _MAX_BUILTINS or len(set(names)) != len(names):
+        return None
+    if _ANCHOR.decode() not in names:
         return None
     return names
 

@@ -8,6 +8,7 @@ from `layouts.py`, the one per-version table.
 
 from __future__ import annotations
 
+import re
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -18,10 +19,10 @@ from . import layouts
 from .embedded import BuiltinTable, find as find_builtins
 
 _SYMBOL_PATTERN = (rb"(?:v8dbg|nodedbg)_[A-Za-z0-9_]+"
-                   rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch)_E"
+                   rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch|embedder)_E"
                    rb"|v8_Default_embedded_blob_code_(?:data_|size_)?")
 _BLOB = "v8_Default_embedded_blob_code_"
-_CACHE_FORMAT = 4
+_CACHE_FORMAT = 5
 
 
 @dataclass
@@ -83,7 +84,7 @@ def _parse(raw: dict[str, int]) -> tuple[dict[str, int], dict[tuple[str, str], i
         if name.startswith("nodedbg_"):
             node[name[len("nodedbg_"):]] = value
             continue
-        if name.startswith("EmbeddedBlob"):
+        if name.startswith(("EmbeddedBlob", "V8Embedder")):
             consts[name] = value
             continue
         if not name.startswith("v8dbg_"):
@@ -200,6 +201,11 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
     for name, addr in syms.items():
         if name.startswith(_BLOB):
             continue
+        if name.endswith("embedder_E"):
+            number = _embedder_number(binary, addr)
+            if number is not None:
+                raw["V8EmbedderNumber"] = number
+            continue
         data = binary.read(addr, 4)
         if data is None or len(data) < 4:
             if not binary.in_bss(addr):
@@ -226,6 +232,17 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
         elif span is not None:
             raw["EmbeddedBlobCodeStart"], raw["EmbeddedBlobCodeSize"] = span[0], span[1] - span[0]
     return raw, v, table
+
+
+def _embedder_number(binary: ElfFile, addr: int) -> int | None:
+    """N of V8's embedder string "-node.N" (Version::embedder_, a pointer to
+    it): node bumps it with every patch it makes to V8 within a line."""
+    ptr = binary.read(addr, 8)
+    if ptr is None or len(ptr) < 8:
+        return None
+    text = binary.read(struct.unpack("<Q", ptr)[0], 32) or b""
+    m = re.match(rb"-node\.([0-9]{1,6})\x00", text)
+    return int(m.group(1)) if m else None
 
 
 _warned: set[str] = set()

@@ -113,21 +113,96 @@ def test_node_taken_from_the_core(frontend, version, cores):
     assert f"/node/{version}/bin/node" in notes[0]
 
 
-_stripped: dict = {}
+def json_lines(text: str) -> list[dict]:
+    """Every JSON document of a command's output (`jsstack -a` prints one per thread)."""
+    docs = []
+    for line in text.splitlines():
+        if line.strip().startswith("{"):
+            docs.append(json_line(line))
+    assert docs, text[-2000:]
+    return docs
+
+
+def v8_frames(docs: list[dict]) -> list[list[tuple]]:
+    """What V8 knows of each thread's frames: every frame but native ones' names
+    (a stripped binary has none for node's C++)."""
+    keys = ("index", "kind", "pc", "fp", "frame_type", "symbol", "function", "tier", "script",
+            "line", "column")
+    return [[tuple(f.get(k) for k in keys) if f["kind"] != "native"
+             else (f["index"], f["kind"], f["pc"], f["fp"]) for f in doc["frames"]]
+            for doc in docs]
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_stripped_binary(frontend, version):
-    """node without .symtab (as some distributions ship it) ran the core."""
+    """node without .symtab (as some distributions ship it) ran the core: every
+    frame V8 made, builtins by name, exactly as with the unstripped binary."""
     binary = stripped_binary(version)
     d = make_core(version, "remote.js", binary=binary)
-    out = run(frontend, version, d / "core", ["jsstack --json"], binary=binary)[0]
+    out = run(frontend, version, d / "core", ["jsstack -a --json"], binary=binary)[0]
+    docs = json_lines(out)
+    compare(docs[0], (d / "expected-stack.txt").read_text())
+    ws = [w for w in warnings(out) if "stripped" in w]
+    assert len(ws) == 1 and f"node-stripped/{version}/node is stripped" in ws[0], out[-2000:]
+    assert "C++ function names are lost" in ws[0] and "V8's own builtins table" in ws[0]
+    assert "<builtin>" not in out
+    whole = json_lines(run(frontend, version, d / "core", ["jsstack -a --json"])[0])
+    assert v8_frames(docs) == v8_frames(whole)
+    named = [f.get("symbol") for f in docs[0]["frames"] if f["kind"] == "internal"]
+    assert "JSEntry" in named and "JSEntryTrampoline" in named, named
+
+
+def test_stripped_binary_without_v8_tables(tmp_path):
+    """Where V8's builtins table is not found (here: its anchor name altered),
+    builtins stay unnamed and the one warning says so; JS frames are as before."""
+    version = VERSIONS[-1]
+    binary = stripped_binary(version)
+    d = make_core(version, "remote.js", binary=binary)
+    data = binary.read_bytes()
+    name = b"\0InterpreterEntryTrampoline\0"
+    assert name in data
+    broken = tmp_path / "node"
+    broken.write_bytes(data.replace(name, b"\0InterpreterEntryTrampolinX\0"))
+    broken.chmod(0o755)
+    out = run_cli(version, d / "core", ["jsstack -a --json"], binary=broken)[0]
     doc = json_line(out)
     compare(doc, (d / "expected-stack.txt").read_text())
     ws = [w for w in warnings(out) if "stripped" in w]
-    assert len(ws) == 1 and f"node-stripped/{version}/node is stripped" in ws[0], out[-2000:]
-    assert "<builtin>" in ws[0]
+    assert len(ws) == 1 and "show as <builtin>" in ws[0] and "was not found" in ws[0], ws
+    named = [f.get("symbol") for f in doc["frames"] if f["kind"] == "internal"]
+    assert "<builtin>" in named and "JSEntry" not in named, named
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_stripped_builtins_match_the_symbols(version):
+    """Every Builtins_* symbol of the release binary (V8's own ground truth) is
+    named the same from V8's tables in the stripped copy, and the embedded
+    code is placed exactly where the symbols put it."""
+    sys.path.insert(0, str(ROOT))
+    from support import node_binary
+    from v8dbg.target.elf import ElfFile
+    from v8dbg.v8 import builtins, metadata
+    stripped = ElfFile(str(stripped_binary(version)))
+    assert stripped.section(".symtab") is None
+    raw, _, table = metadata._scan(stripped)
+    assert table is not None
+    whole = ElfFile(str(node_binary(version)))
+    syms = whole.symbols_matching(rb"Builtins_[A-Za-z0-9_]+")
+    assert len(syms) == len(table.names) > 2000
+    wrong = {n: hex(a) for n, a in syms.items()
+             if builtins.name_in_table(table, a) != n[len("Builtins_"):]}
+    assert not wrong, list(wrong.items())[:10]
+    # A pc anywhere inside a builtin (up to the padding before the next) names it.
+    ordered = sorted((a, n[len("Builtins_"):]) for n, a in syms.items())
+    for (a, n), (b, _) in zip(ordered, ordered[1:]):
+        assert builtins.name_in_table(table, a + 1) == n
+        assert builtins.name_in_table(table, b - 1) == n
+    md = metadata.load(whole)
+    assert raw["EmbeddedBlobCodeStart"] == md.consts["EmbeddedBlobCodeStart"]
+    assert raw["EmbeddedBlobCodeSize"] == md.consts["EmbeddedBlobCodeSize"]
+    loaded = metadata.load(stripped)
+    assert loaded.builtins == table
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
@@ -220,9 +295,10 @@ def test_different_library_and_all_threads(version, cores, tmp_path):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_thread_state_found_when_isolate_offsets_move(version, cores):
-    """A release whose Isolate members moved: the ThreadLocalTop is found near
-    the Heap by its pointer back to the Isolate, with the same contents."""
+def test_thread_state_found_when_isolate_offsets_move(version, cores, monkeypatch):
+    """A release whose Isolate members moved (and no other release of its line
+    in the table fits): the ThreadLocalTop is found near the Heap by its
+    pointer back to the Isolate, with the same contents."""
     sys.path.insert(0, str(ROOT))
     from support import node_binary
     from v8dbg.stack import segments
@@ -235,6 +311,7 @@ def test_thread_state_found_when_isolate_offsets_move(version, cores):
     want = segments.top_for(prog, regs)
     assert want is not None
     moved = dict(prog.md.consts)
+    monkeypatch.setattr(segments.layouts, "thread_top_variants", lambda md: [])
     try:
         prog.md.consts["IsolateHeap"] += 64
         prog.forget()
@@ -245,6 +322,33 @@ def test_thread_state_found_when_isolate_offsets_move(version, cores):
     assert got is not None
     assert (got.isolate, got.c_entry_fp, got.js_entry_sp, got.exits) == \
         (want.isolate, want.c_entry_fp, want.js_entry_sp, want.exits)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_thread_state_from_another_release_of_the_line(version, cores, monkeypatch):
+    """A release the table has not measured may carry the offsets of another
+    release of its line: those are tried (each checked) before any search."""
+    sys.path.insert(0, str(ROOT))
+    from support import node_binary
+    from v8dbg.program import Program
+    from v8dbg.stack import segments
+    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.v8 import layouts
+    d = cores[version]
+    backend = CoreBackend(str(d / "core"), str(node_binary(version)))
+    prog = Program(backend, str(node_binary(version)))
+    regs = backend.threads()[0].regs
+    want = segments.top_for(prog, regs)
+    variants = layouts.thread_top_variants(prog.md)
+    assert want is not None and len(variants) >= 2
+    monkeypatch.setattr(segments, "_search_top", lambda prog, heap: None)
+    for name, value in variants[1].items():  # another release's offsets, undone after
+        monkeypatch.setitem(prog.md.consts, name, value)
+    prog.forget()
+    got = segments.top_for(prog, regs)
+    assert got is not None
+    assert (got.isolate, got.c_entry_fp, got.js_entry_sp, got.handler, got.exits) == \
+        (want.isolate, want.c_entry_fp, want.js_entry_sp, want.handler, want.exits)
 
 
 @pytest.mark.parametrize("version", ["18.20.8", "26.10.0"])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support import SWEEP, fetch_node, json_line, make_core, run_cli
+from support import ROOT, SWEEP, fetch_node, json_line, make_core, run_cli
 from test_census import CLASSES, core_dir, snapshot_counts
 from test_stack import TIERS, compare, tier_flags
 import test_values
@@ -64,6 +64,44 @@ def test_sweep_stack(version: str) -> None:
         except (AssertionError, KeyError) as e:
             bad.append(f"{tier}: {str(e)[:800]}")
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("version", SWEEP)
+def test_sweep_thread_state(version: str) -> None:
+    """The table's thread-state offsets hold on every release as they are: the
+    Isolate found from each Heap (IsolateHeap) holds its ThreadLocalTop at
+    IsolateThreadLocalTop, whose isolate_ points back and whose c_entry_fp,
+    js_entry_sp and handler_ are the exit frame, entry frame and handler of
+    the stack (not the fallback search, which only guesses the first two)."""
+    import sys
+    sys.path.insert(0, str(ROOT))
+    from v8dbg.program import Program
+    from v8dbg.stack import segments
+    from v8dbg.stack.frames import StackDecoder
+    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.v8 import pages
+    node = str(_node(version))
+    d = make_core(version, "stack.js", tier_flags(version, "interpreted"),
+                  {"V8DBG_TIER": "interpreted"})
+    backend = CoreBackend(str(d / "core"), node)
+    prog = Program(backend, node)
+    md, mem = prog.md, prog.mem
+    heaps = sorted(pages.find_heaps(prog, pages.layout(prog)))
+    assert heaps
+    isolates = [heap - md.const("IsolateHeap") for heap in heaps]
+    tops = [iso + md.const("IsolateThreadLocalTop") for iso in isolates]
+    assert [mem.u64(t + md.const("TopIsolate")) for t in tops] == isolates, (
+        f"V8 {md.version_text}: IsolateHeap/IsolateThreadLocalTop/TopIsolate do not hold")
+    regs = backend.threads()[0].regs
+    top = segments.top_for(prog, regs)
+    assert top is not None and top.isolate in isolates
+    frames = StackDecoder(prog).decode(regs)
+    fps = [f.fp for f in frames]
+    entries = [f.fp for f in frames if f.frame_type in ("EntryFrame", "ConstructEntryFrame")]
+    assert entries and top.js_entry_sp == entries[-1], (top, entries)
+    assert top.c_entry_fp in fps and len(top.exits) == len(entries), (top, entries)
+    # handler_: the innermost try handler, a stack slot between sp and the outermost entry.
+    assert regs.rsp <= top.handler < top.js_entry_sp, hex(top.handler)
 
 
 def _without_performance(text: str) -> str:

@@ -132,9 +132,13 @@ class Session:
             if prog.md.unsupported:
                 warn_once(prog.md.unsupported)
             if prog.binary.section(".symtab") is None:
-                warn_once(f"{prog.binary.path} is stripped (it has no .symtab): names come "
-                          "from .dynsym only, so V8's builtins show as <builtin> and node's "
-                          "and V8's internal C++ functions as ??; JavaScript frames are "
+                builtins = ("V8's builtins are named from V8's own builtins table"
+                            if prog.md.builtins is not None else
+                            "V8's builtins show as <builtin> (V8's own builtins table "
+                            "was not found)")
+                warn_once(f"{prog.binary.path} is stripped (it has no .symtab): node's and "
+                          "V8's C++ function names are lost (native frames are named from "
+                          f".dynsym only, else ??); {builtins}; JavaScript frames are "
                           "unaffected")
             cut = _truncation(backend)
             if cut:

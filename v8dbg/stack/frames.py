@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
 from ..target.backend import Registers, ThreadInfo
 from ..target.unwind import MachineFrame, walk
+from ..v8.builtins import UNNAMED as UNNAMED_BUILTIN
 from . import segments
 from .jit import JitFrames
 
@@ -31,7 +32,6 @@ INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolin
                         "BaselineOrInterpreterEnterAtBytecode",
                         "BaselineOrInterpreterEnterAtNextBytecode", "NotifyDeoptimized")
 
-UNNAMED_BUILTIN = "<builtin>"  # a builtin whose name the binary does not carry
 MAX_ARGS = 256
 MAX_PROTOTYPES = 16
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import TargetMemoryError, V8DbgError
 from ..target.backend import Registers
 from ..target.unwind import MachineFrame, walk
-from ..v8 import pages
+from ..v8 import layouts, pages
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -40,10 +40,13 @@ class ThreadTop:
     exits: list[int] = field(default_factory=list)  # exit-frame fps, innermost first
 
 
-def _words(prog: Program, top: int) -> tuple[int, int, int, int]:
+def _words(prog: Program, top: int,
+           facts: dict[str, int] | None = None) -> tuple[int, int, int, int]:
     md, mem = prog.md, prog.mem
-    return (mem.u64(top + md.const("TopIsolate")), mem.u64(top + md.const("TopCEntryFp")),
-            mem.u64(top + md.const("TopJsEntrySp")), mem.u64(top + md.const("TopHandler")))
+    f = facts or {n: md.const(n) for n in ("TopIsolate", "TopCEntryFp", "TopJsEntrySp",
+                                            "TopHandler")}
+    return (mem.u64(top + f["TopIsolate"]), mem.u64(top + f["TopCEntryFp"]),
+            mem.u64(top + f["TopJsEntrySp"]), mem.u64(top + f["TopHandler"]))
 
 
 def _plausible(c_entry_fp: int, js_entry_sp: int) -> bool:
@@ -55,16 +58,29 @@ def _plausible(c_entry_fp: int, js_entry_sp: int) -> bool:
 
 
 def _top_of(prog: Program, heap: int) -> ThreadTop | None:
-    """The ThreadLocalTop of the isolate owning `heap`, checked by its pointer back."""
+    """The ThreadLocalTop of the isolate owning `heap`, checked by its pointer back:
+    at the release's own offsets, else at those of another release of its line
+    (node patches V8 within a line), else searched for."""
     md = prog.md
+    names = ("IsolateHeap", "IsolateThreadLocalTop", "TopIsolate", "TopCEntryFp",
+             "TopJsEntrySp", "TopHandler")
     try:
-        iso = heap - md.const("IsolateHeap")
-        top = iso + md.const("IsolateThreadLocalTop")
-        back, cef, jes, handler = _words(prog, top)
-        if back == iso and _plausible(cef, jes):
-            return ThreadTop(iso, heap, cef, jes, handler)
-    except (TargetMemoryError, V8DbgError):
-        pass
+        own = {n: md.const(n) for n in names}
+    except V8DbgError:
+        own = None
+    candidates = [own] if own else []
+    for facts in layouts.thread_top_variants(md):
+        if facts not in candidates:
+            candidates.append(facts)
+    for facts in candidates:
+        try:
+            iso = heap - facts["IsolateHeap"]
+            top = iso + facts["IsolateThreadLocalTop"]
+            back, cef, jes, handler = _words(prog, top, facts)
+            if back == iso and _plausible(cef, jes):
+                return ThreadTop(iso, heap, cef, jes, handler)
+        except (TargetMemoryError, KeyError):
+            continue
     return _search_top(prog, heap)
 
 

@@ -59,6 +59,7 @@ class CoreBackend:
         self.psargs: str | None = None
         self.mappings_raw: list[FileMapping] = []
         self._segs: list[tuple[int, int, int, int]] = []  # (vaddr, memsz, offset, filesz)
+        self._loads: dict[str, list[tuple[int, int, int]]] = {}
         size = self.elf.size
         self.truncated = len(self.elf.segments) < min(self.elf.e_phnum, 4096)
         # How long the core should be, by its program headers (for the truncation warning).
@@ -217,11 +218,29 @@ class CoreBackend:
                 if elf is None:
                     break
                 foff = m.offset + (address - m.start)
+                link = self._link_of(m.path, elf, foff)
+                if link is not None:
+                    data = elf.read(link, size)
+                    if data is not None and len(data) == size:
+                        return data
                 if foff + size > elf.size:
                     break
                 return elf._map[foff:foff + size]
         # A read spanning two core segments (adjacent mappings).
         return self._read_spanning(address, size)
+
+    def _link_of(self, path: str, elf: ElfFile, foff: int) -> int | None:
+        """The link address of byte `foff` of the file the process mapped (the
+        file found here may be laid out otherwise: see ElfFile.loader_links)."""
+        loads = self._loads.get(path)
+        if loads is None:
+            loads = elf.loader_links([(m.start, m.end, m.offset) for m in self.mappings_raw
+                                      if m.path == path])
+            self._loads[path] = loads
+        for lo, hi, link in loads:
+            if lo <= foff < hi:
+                return link + (foff - lo)
+        return None
 
     def _read_spanning(self, address: int, size: int) -> bytes:
         if size <= 1:

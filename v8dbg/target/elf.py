@@ -19,6 +19,7 @@ from typing import Iterable
 from ..errors import V8DbgError
 
 PT_LOAD = 1
+ET_EXEC = 2  # a non-PIE executable: it runs at its link addresses
 PT_NOTE = 4
 SHT_SYMTAB = 2
 SHT_DYNSYM = 11
@@ -211,6 +212,33 @@ class ElfFile:
             if seg.type == PT_LOAD and seg.offset <= off < seg.offset + seg.filesz:
                 return seg.vaddr + (off - seg.offset)
         return None
+
+    def loader_links(self, maps: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """(file offset, end offset, link address at that offset) for those of a
+        process's mappings of this file (start, end, file offset) that the
+        loader made, i.e. that lie on the file's PT_LOAD segments.
+
+        They tie the offsets of the file the process mapped to link addresses,
+        which a file of the same build-id laid out otherwise (node stripped
+        there and not here: strip moves segments in the file, never in
+        memory) shares; offsets of other mappings of the file (node 22+'s
+        copy of its builtins) translate through them.
+        """
+        loads = [seg for seg in self.segments if seg.type == PT_LOAD]
+        if not loads:
+            return []
+        bias = 0
+        if self.e_type != ET_EXEC:
+            firsts = [start for start, _end, off in maps if off == 0]
+            if not firsts:
+                return []
+            bias = firsts[0] - (min(seg.vaddr for seg in loads) & ~0xfff)
+        out = []
+        for start, end, off in maps[:4096]:
+            lo, hi = start - bias, end - bias
+            if any(seg.vaddr < hi and lo < seg.vaddr + seg.memsz for seg in loads):
+                out.append((off, off + (end - start), lo))
+        return out
 
     def is_executable(self, vaddr: int) -> bool:
         return any(seg.type == PT_LOAD and seg.flags & 1 and

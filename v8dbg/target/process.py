@@ -31,6 +31,9 @@ class LoadedModule:
     elf: ElfFile | None
     _cfi: dict = field(default_factory=dict)
     found: solibs.Found | None = None  # how the file was found, or why it was not
+    # The file's offsets as the process mapped them, to link addresses (see
+    # ElfFile.loader_links); empty: the file here is laid out as that one.
+    links: list[tuple[int, int, int]] = field(default_factory=list)
 
     @property
     def cfi(self) -> CfiTable | None:
@@ -44,7 +47,11 @@ class LoadedModule:
         """The address in the ELF file's own numbering for a runtime pc."""
         if self.elf is None:
             return None
-        return self.elf.offset_to_vaddr(self.offset + (pc - self.start))
+        foff = self.offset + (pc - self.start)
+        for lo, hi, link in self.links:
+            if lo <= foff < hi:
+                return link + (foff - lo)
+        return self.elf.offset_to_vaddr(foff)
 
 
 _cfi_tables: dict[int, CfiTable] = {}
@@ -122,6 +129,14 @@ class Target:
                     if seg.type == 1 and seg.filesz:
                         mods.append(LoadedModule(seg.vaddr, seg.vaddr + seg.filesz, seg.offset,
                                                  self.binary.path, self.binary))
+            by_path: dict[str, list[LoadedModule]] = {}
+            for lm in mods:
+                by_path.setdefault(lm.path, []).append(lm)
+            for same in by_path.values():
+                if same[0].elf is not None:
+                    links = same[0].elf.loader_links([(x.start, x.end, x.offset) for x in same])
+                    for lm in same:
+                        lm.links = links
             mods.sort(key=lambda lm: lm.start)
             self._modules = mods
             self._starts = [lm.start for lm in mods]

@@ -416,21 +416,111 @@ for _key, (_base, _consts, _fields) in _BETWEEN.items():
 # ThreadLocalTop (inside IsolateData from 11.3); Top* are offsets inside the
 # ThreadLocalTop of isolate_ (a pointer back to the Isolate, which checks
 # the other two), c_entry_fp_ (the innermost exit frame's fp), handler_ and
-# js_entry_sp_ (the outermost entry frame's fp). Measured in cores of each line.
+# js_entry_sp_ (the outermost entry frame's fp).
+#
+# Node patches V8 within a release line, and some patches moved Isolate
+# members: the offsets differ between releases of one V8 version, even of one
+# full V8 version (18.15 and 18.20 both run 10.2.154.26). Node marks each
+# patch in V8's embedder string ("-node.N", N growing along a line), so the
+# facts below are keyed, within a line, by (build, patch, N) of the release
+# they were measured in; a release takes the last entry at or before its own
+# key (the first if it is older than all). The other entries of its line
+# stay candidates (see `thread_top_variants`), each checked by its pointer
+# back to the Isolate before the fallback search. Measured in cores of the
+# first, a middle and the last release of every line 18-26 (test_sweep.py).
 _TOP_OLD = dict(TopIsolate=8, TopCEntryFp=120, TopHandler=128, TopJsEntrySp=152)
 _TOP_NEW = dict(TopIsolate=96, TopCEntryFp=0, TopHandler=136, TopJsEntrySp=152)
-_THREAD_TOP: dict[tuple[int, int], dict[str, int]] = {
-    (10, 2): dict(_TOP_OLD, IsolateHeap=50744, IsolateThreadLocalTop=17600),
-    (11, 3): dict(_TOP_OLD, IsolateHeap=53952, IsolateThreadLocalTop=264),
-    (12, 4): dict(_TOP_NEW, IsolateHeap=56992, IsolateThreadLocalTop=272),
-    (13, 6): dict(_TOP_NEW, IsolateHeap=61432, IsolateThreadLocalTop=320),
-    (14, 6): dict(_TOP_NEW, IsolateHeap=62400, IsolateThreadLocalTop=328),
+_THREAD_TOP: dict[tuple[int, int], list[tuple[tuple[int, int, int], dict[str, int]]]] = {
+    (10, 1): [((124, 8, 13), dict(_TOP_OLD, TopJsEntrySp=160, IsolateHeap=50680,
+                                  IsolateThreadLocalTop=17512))],  # 18.0.0
+    (10, 2): [((154, 26, 25), dict(_TOP_OLD, IsolateHeap=50728,
+                                   IsolateThreadLocalTop=17584)),  # 18.15.0
+              ((154, 26, 39), dict(_TOP_OLD, IsolateHeap=50744,
+                                   IsolateThreadLocalTop=17600))],  # 18.20.8
+    (10, 7): [((193, 13, 16), dict(_TOP_OLD, IsolateHeap=52416,
+                                   IsolateThreadLocalTop=18064))],  # 19.0.0
+    (10, 8): [((168, 25, 11), dict(_TOP_OLD, IsolateHeap=52760,
+                                   IsolateThreadLocalTop=18312))],  # 19.5.0, 19.8.1
+    (11, 3): [((244, 4, 3), dict(_TOP_OLD, IsolateHeap=53944,
+                                 IsolateThreadLocalTop=264)),  # 20.0.0
+              ((244, 8, 20), dict(_TOP_OLD, IsolateHeap=53952,
+                                  IsolateThreadLocalTop=264))],  # 20.13.0, 20.20.2
+    (11, 8): [((172, 13, 12), dict(_TOP_OLD, IsolateHeap=55432,
+                                   IsolateThreadLocalTop=272))],  # 21.0.0-21.7.3
+    (12, 4): [((254, 14, 10), dict(_TOP_NEW, IsolateHeap=56944,
+                                   IsolateThreadLocalTop=272)),  # 22.0.0
+              ((254, 21, 24), dict(_TOP_NEW, IsolateHeap=56976,
+                                   IsolateThreadLocalTop=272)),  # 22.15.0
+              ((254, 21, 57), dict(_TOP_NEW, IsolateHeap=56992,
+                                   IsolateThreadLocalTop=272))],  # 22.23.3
+    (12, 9): [((202, 26, 10), dict(_TOP_NEW, IsolateHeap=57912,
+                                   IsolateThreadLocalTop=272))],  # 23.0.0-23.11.1
+    (13, 6): [((233, 8, 10), dict(_TOP_NEW, IsolateHeap=61424,
+                                  IsolateThreadLocalTop=320)),  # 24.0.0, 24.11.0
+              ((233, 17, 53), dict(_TOP_NEW, IsolateHeap=61432,
+                                   IsolateThreadLocalTop=320))],  # 24.21.0
+    (14, 1): [((146, 11, 10), dict(_TOP_NEW, IsolateHeap=55464,
+                                   IsolateThreadLocalTop=328))],  # 25.0.0-25.9.0
+    (14, 6): [((202, 33, 19), dict(_TOP_NEW, IsolateHeap=62408,
+                                   IsolateThreadLocalTop=328)),  # 26.0.0
+              ((202, 34, 24), dict(_TOP_NEW, IsolateHeap=62400,
+                                   IsolateThreadLocalTop=328))],  # 26.5.1, 26.10.0
 }
-for _key, _extra in _THREAD_TOP.items():
-    for _name, _value in _extra.items():
-        VERSIONS[_key]["consts"].setdefault(_name, _value)
+
+
+def _release_key(md: Any) -> tuple[int, int, int]:
+    return (md.v8_version[2], md.v8_version[3], md.consts.get("V8EmbedderNumber", 0))
+
+
+def thread_top_variants(md: Any) -> list[dict[str, int]]:
+    """The thread-state offsets of the binary's line, the release's own first
+    (the last measured at or before it), then the line's others, newest first."""
+    key = (md.v8_version[0], md.v8_version[1])
+    line = _THREAD_TOP.get(key)
+    if line is None:
+        older = [k for k in sorted(_THREAD_TOP) if k <= key]
+        return [_THREAD_TOP[older[-1] if older else min(_THREAD_TOP)][-1][1]]
+    own = _release_key(md)
+    at = [facts for k, facts in line if k <= own]
+    first = at[-1] if at else line[0][1]
+    return [first] + [facts for _, facts in reversed(line) if facts is not first]
+
+
+# V8's own tables of its embedded builtins, read where the binary is stripped
+# of the Builtins_* labels (see embedded.py): BuiltinMetadataSize is the size
+# of one entry of the builtin metadata array (name pointer, kind, data);
+# the embedded blob's data part starts with EmbeddedDataHeaderSize bytes of
+# hashes, then one EmbeddedLayoutSize-byte layout description per builtin
+# (instruction offset and length first); EmbeddedCodeAlignment is the
+# alignment of each builtin's code. Checked against the Builtins_* symbols of
+# the unstripped release binary of each line.
+_EMBEDDED_LAYOUT = {(10, 2): 28, (11, 3): 32, (12, 4): 12, (13, 6): 12, (14, 6): 12}
+for _key, (_base, _c, _f) in _BETWEEN.items():
+    _EMBEDDED_LAYOUT.setdefault(_key, _EMBEDDED_LAYOUT[_base])
+for _key, _size in _EMBEDDED_LAYOUT.items():
+    VERSIONS[_key]["consts"].setdefault("EmbeddedLayoutSize", _size)
+COMMON["consts"].update(BuiltinMetadataSize=24, EmbeddedDataHeaderSize=24,
+                        EmbeddedCodeAlignment=32)
 
 SUPPORTED = sorted(VERSIONS)
+
+
+def facts(version: tuple[int, ...]) -> dict[str, int]:
+    """The table's constants for a V8 version (the nearest older line if unknown),
+    for what is read before the metadata is merged."""
+    key = (version[0], version[1])
+    if key not in VERSIONS:
+        older = [k for k in SUPPORTED if k <= key]
+        key = older[-1] if older else SUPPORTED[0]
+    return dict(COMMON["consts"]) | VERSIONS[key]["consts"]
+
+
+def embedded_layout_sizes(version: tuple[int, ...]) -> tuple[int, ...]:
+    """Layout description sizes to try: the version's own first, then every
+    other line's (the search checks each table hard, so a wrong size finds nothing)."""
+    own = facts(version).get("EmbeddedLayoutSize")
+    rest = sorted(set(_EMBEDDED_LAYOUT.values()) - {own})
+    return ((own,) if own else ()) + tuple(rest)
 
 
 def apply(md: Any) -> None:
@@ -447,6 +537,7 @@ def apply(md: Any) -> None:
     # The version entry overrides the common defaults; the binary overrides both.
     merged_consts = dict(COMMON["consts"])
     merged_consts.update(entry["consts"])
+    merged_consts.update(thread_top_variants(md)[0])
     merged_fields = dict(COMMON["fields"])
     merged_fields.update(entry["fields"])
     for name, value in merged_consts.items():

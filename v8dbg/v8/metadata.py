@@ -8,6 +8,7 @@ from `layouts.py`, the one per-version table.
 
 from __future__ import annotations
 
+import re
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -15,12 +16,13 @@ from dataclasses import dataclass, field
 from ..errors import V8DbgError
 from ..target.elf import ElfFile
 from . import layouts
+from .embedded import BuiltinTable, find as find_builtins
 
 _SYMBOL_PATTERN = (rb"(?:v8dbg|nodedbg)_[A-Za-z0-9_]+"
-                   rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch)_E"
+                   rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch|embedder)_E"
                    rb"|v8_Default_embedded_blob_code_(?:data_|size_)?")
 _BLOB = "v8_Default_embedded_blob_code_"
-_CACHE_FORMAT = 3
+_CACHE_FORMAT = 5
 
 
 @dataclass
@@ -38,6 +40,9 @@ class Metadata:
     filled: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     unsupported: str | None = None
+    # A stripped binary's builtins, from V8's own tables (None: symbols name them,
+    # or the tables were not found).
+    builtins: BuiltinTable | None = None
 
     @property
     def version_text(self) -> str:
@@ -79,7 +84,7 @@ def _parse(raw: dict[str, int]) -> tuple[dict[str, int], dict[tuple[str, str], i
         if name.startswith("nodedbg_"):
             node[name[len("nodedbg_"):]] = value
             continue
-        if name.startswith("EmbeddedBlob"):
+        if name.startswith(("EmbeddedBlob", "V8Embedder")):
             consts[name] = value
             continue
         if not name.startswith("v8dbg_"):
@@ -117,15 +122,16 @@ def load(binary: ElfFile) -> Metadata:
         return _cache[key]
     cached = _read_cache(binary)
     if cached is not None:
-        raw, v = cached
+        raw, v, table = cached
     else:
-        raw, v = _scan(binary)
-        _write_cache(binary, raw, v)
+        raw, v, table = _scan(binary)
+        _write_cache(binary, raw, v, table)
     if not any(n.startswith("v8dbg_") for n in raw):
         raise V8DbgError(f"{binary.path} carries no V8 postmortem metadata (v8dbg_* symbols); "
                          "use an official node release binary")
     consts, fields, type_names, types, node = _parse(raw)
-    md = Metadata(v, consts, fields, type_names, types, node, binary.build_id, binary.path)
+    md = Metadata(v, consts, fields, type_names, types, node, binary.build_id, binary.path,
+                  builtins=table)
     layouts.apply(md)
     _cache[key] = md
     return md
@@ -137,7 +143,8 @@ def _cache_path(binary: ElfFile) -> str | None:
     return base[:-len(".bin")].replace("syms-", f"meta{_CACHE_FORMAT}-") + ".json" if base else None
 
 
-def _read_cache(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]] | None:
+def _read_cache(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
+                                          BuiltinTable | None] | None:
     import json
     path = _cache_path(binary)
     if not path:
@@ -149,12 +156,14 @@ def _read_cache(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, i
         ver = tuple(int(x) for x in doc["version"])
         if len(ver) != 4:
             return None
-        return raw, ver  # type: ignore[return-value]
+        table = BuiltinTable.from_json(doc["builtins"]) if doc.get("builtins") else None
+        return raw, ver, table  # type: ignore[return-value]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def _write_cache(binary: ElfFile, raw: dict[str, int], v: tuple[int, int, int, int]) -> None:
+def _write_cache(binary: ElfFile, raw: dict[str, int], v: tuple[int, int, int, int],
+                 table: BuiltinTable | None) -> None:
     import json
     import os
     path = _cache_path(binary)
@@ -164,14 +173,17 @@ def _write_cache(binary: ElfFile, raw: dict[str, int], v: tuple[int, int, int, i
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as fh:
-            json.dump({"raw": raw, "version": list(v)}, fh)
+            json.dump({"raw": raw, "version": list(v),
+                       "builtins": table.to_json() if table else None}, fh)
         os.replace(tmp, path)
     except OSError:
         pass
 
 
-def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]]:
-    """Read every postmortem constant and the V8 version from the binary's data."""
+def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
+                                    BuiltinTable | None]:
+    """Read every postmortem constant and the V8 version from the binary's data,
+    and a stripped binary's builtins from V8's own tables."""
     syms = binary.symbols_matching(_SYMBOL_PATTERN)
     raw: dict[str, int] = {}
     version = [0, 0, 0, 0]
@@ -186,14 +198,13 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]]:
     size_at = syms.get(_BLOB + "size_")
     if size_at is not None and binary.read(size_at, 4):
         raw["EmbeddedBlobCodeSize"] = struct.unpack("<I", binary.read(size_at, 4) or b"\0" * 4)[0]
-    if "EmbeddedBlobCodeStart" not in raw and binary.section(".symtab") is None:
-        # A stripped binary: the builtins are the code without unwind tables.
-        from ..target.cfi import largest_uncovered
-        span = largest_uncovered(binary)
-        if span is not None:
-            raw["EmbeddedBlobCodeStart"], raw["EmbeddedBlobCodeSize"] = span[0], span[1] - span[0]
     for name, addr in syms.items():
         if name.startswith(_BLOB):
+            continue
+        if name.endswith("embedder_E"):
+            number = _embedder_number(binary, addr)
+            if number is not None:
+                raw["V8EmbedderNumber"] = number
             continue
         data = binary.read(addr, 4)
         if data is None or len(data) < 4:
@@ -207,7 +218,31 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int]]:
                     version[i] = value
         else:
             raw[name] = value
-    return raw, (version[0], version[1], version[2], version[3])
+    v = (version[0], version[1], version[2], version[3])
+    table = None
+    if "EmbeddedBlobCodeStart" not in raw and binary.section(".symtab") is None:
+        # A stripped binary: the builtins are the code without unwind tables;
+        # V8's tables name them and place them exactly.
+        from ..target.cfi import largest_uncovered
+        span = largest_uncovered(binary)
+        table = find_builtins(binary, span, layouts.facts(v), layouts.embedded_layout_sizes(v))
+        if table is not None:
+            raw["EmbeddedBlobCodeStart"], raw["EmbeddedBlobCodeSize"] = (table.code_start,
+                                                                         table.code_size)
+        elif span is not None:
+            raw["EmbeddedBlobCodeStart"], raw["EmbeddedBlobCodeSize"] = span[0], span[1] - span[0]
+    return raw, v, table
+
+
+def _embedder_number(binary: ElfFile, addr: int) -> int | None:
+    """N of V8's embedder string "-node.N" (Version::embedder_, a pointer to
+    it): node bumps it with every patch it makes to V8 within a line."""
+    ptr = binary.read(addr, 8)
+    if ptr is None or len(ptr) < 8:
+        return None
+    text = binary.read(struct.unpack("<Q", ptr)[0], 32) or b""
+    m = re.match(rb"-node\.([0-9]{1,6})\x00", text)
+    return int(m.group(1)) if m else None
 
 
 _warned: set[str] = set()

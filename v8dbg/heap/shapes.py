@@ -88,6 +88,17 @@ class Shapes:
         """Functions, bound and wrapped ones too: V8's snapshot files them as closures."""
         return self.is_function_type(itype) or itype in self.other_closures
 
+    def is_proxy_type(self, itype: int) -> bool:
+        return itype == self.proxy
+
+    def is_object_row_type(self, itype: int) -> bool:
+        """Whether findjsobjects counts objects of this JS type: those V8's heap
+        snapshot files as `object` nodes, which are its JSObjects. Not closures
+        (`closure` nodes, which jsfunctions counts), nor proxies: a JSProxy is
+        a receiver but no JSObject, a `system / JSProxy` node of the snapshot.
+        """
+        return not self.is_closure_type(itype) and not self.is_proxy_type(itype)
+
     def name_of(self, obj: int, m: int) -> str:
         """V8's constructor name of one object: per map, except for dictionary-mode
         objects, which share maps while their own properties (a toStringTag) differ."""

@@ -33,6 +33,16 @@ apart; its `proxies` must equal the snapshot's `system / JSProxy` nodes.
 (process.config): before proxies were left out, the census had that many
 `Object`s more than the snapshot.)
 
+Objects made from API templates are named as V8 names them: by their
+map's constructor, an API function, as any instance (node's binding
+objects: `process`, `ModuleWrap`, ...); the class name of a
+FunctionTemplateInfo that is itself a map's constructor names its objects
+too, but no object of node's heap has one on any supported line (V8 makes
+such maps only for remote instances, FunctionTemplate::NewRemoteInstance).
+An API object that is a prototype with no prototype of its own is no
+instance and has no constructor to be named by: V8 names it `Object`, not by
+its template's class name (census_mixed.js makes one of zlib's handle).
+
 The same cores must give byte-identical findjsobjects --json (but for the
 timing) in the CLI, gdb and lldb, with NumPy and without (V8DBG_NO_NUMPY=1).
 """
@@ -278,6 +288,40 @@ def test_refs_follow_snapshot_edges(frontend: str, version: str) -> None:
     for i, holder, via in want:
         refs = json_line(outs[i])["refs"]
         assert any(r["holder"] == holder and r["via"] == via for r in refs), (via, refs)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_api_template_names(version: str) -> None:
+    """Objects made from API templates are named as V8 names them.
+
+    The class name of every FunctionTemplateInfo on the heap reads at the
+    offset layouts.py gives for the line: node's binding classes are there.
+    An object whose map's constructor is such a template is named by its
+    class name (node's heap has none: the loop checks whatever there is).
+    zlib's native handle, made a prototype with no prototype, is `Object`
+    though its map's constructor is the `Zlib` API function; its count, and
+    every other name's, equals the snapshot's (test_counts_equal_snapshot).
+    """
+    from v8dbg.heap import census
+    prog = program(version)
+    c = census.scan(prog)
+    h, sh, vals = prog.heap, prog.shapes, prog.values
+    template = h.md.types["FUNCTION_TEMPLATE_INFO_TYPE"]
+    names = set()
+    for p in c.pages:
+        for a, m, _ in census.object_starts(prog, p):
+            if h.map_type(m) == template:
+                names.add(sh.template_class_name(a))
+    assert {"Zlib", "ContextifyScript", "ModuleWrap", "process"} <= names, sorted(map(str, names))
+    for st in c.maps.values():
+        ctor = vals.map_constructor(st.map)
+        if st.addresses and h.is_heap(ctor) and h.instance_type(ctor) == template:
+            assert sh.shape(st.map, st.addresses[0]).constructor == \
+                sh.template_class_name(ctor)
+    handle = int(addresses(version)["apiHandle"], 16)
+    ctor = vals.map_constructor(h.map_of(handle))
+    assert vals.f.is_function(ctor) and vals.function_name(ctor) == "Zlib"
+    assert sh.name_of(handle, h.map_of(handle)) == "Object"
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -12,7 +12,7 @@ import time
 from ..errors import TargetMemoryError, V8DbgError
 from ..heap import census
 from ..heap.functions import functions
-from ..heap.groups import groups, instances
+from ..heap.groups import groups, instances, proxies
 from ..heap.isolates import Isolate, choose, isolates
 from ..heap.nodeinfo import node_info
 from ..heap.refs import RefFinder
@@ -89,7 +89,7 @@ def _findjsobjects(p: argparse.ArgumentParser):
                 "total_objects": c.total_objects, "seconds": seconds,
                 "unswept_pages": c.unswept_pages, "damaged_pages": len(c.damaged_pages),
                 "skipped_bytes": c.skipped_bytes, "left_out": c.left_out,
-                "isolate": iso.to_json()}
+                "proxies": proxies(prog, iso.heap), "isolate": iso.to_json()}
         lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}  CONSTRUCTOR {{PROPERTIES}}"]
         for g in rows:
             lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {g.size:>11}  "
@@ -98,6 +98,9 @@ def _findjsobjects(p: argparse.ArgumentParser):
         lines.append(f"{sum(g.count for g in rows)} objects in {len(rows)} groups "
                      f"({c.total_objects} live heap objects, {len(c.pages)} pages, "
                      f"{seconds:.2f} s)")
+        if data["proxies"]:
+            lines.append(f"{data['proxies']} proxies besides (JSProxy objects, which V8's "
+                         "heap snapshot files apart from objects too)")
         if c.damaged_pages:
             lines.append(f"warning: {len(c.damaged_pages)} heap pages could not be walked to "
                          f"their end ({c.skipped_bytes} bytes skipped): objects there may be "

@@ -42,7 +42,7 @@ def groups(prog: Program, heap: int) -> list[Group]:
     groups: dict[tuple[str, tuple[str, ...]], Group] = {}
     dict_budget = MAX_DICT_SHAPES
     for st in c.maps.values():
-        if st.addresses is None or not st.count or sh.is_closure_type(st.instance_type):
+        if st.addresses is None or not st.count or not sh.is_object_row_type(st.instance_type):
             continue
         try:
             shape = sh.shape(st.map, st.addresses[0])
@@ -72,6 +72,14 @@ def groups(prog: Program, heap: int) -> list[Group]:
     out = sorted(groups.values(), key=lambda g: (-g.count, g.constructor, g.properties))
     prog.heap_state.groups[heap] = out
     return out
+
+
+def proxies(prog: Program, heap: int) -> int:
+    """How many live JSProxy objects the heap holds: no rows of the census
+    (V8's snapshot files them as `system / JSProxy`, not as objects), counted apart."""
+    sh = prog.shapes
+    return sum(st.count for st in census.of(prog, heap).maps.values()
+               if sh.is_proxy_type(st.instance_type))
 
 
 def instances(prog: Program, heap: int, name: str) -> list[int] | array:

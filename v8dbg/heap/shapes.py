@@ -3,11 +3,12 @@
 The census groups objects the way V8's own heap snapshot names them, so the
 constructor name follows V8's JSReceiver::GetConstructorName rather than
 util.inspect's: the map's constructor when the object was made with
-`new.target === constructor` (and is no prototype), else a Symbol.toStringTag
-data property of the object or its prototype chain, or the `constructor` of
-an object on the prototype chain (not of the object itself), else the class
-name of its type. The census computes it once per map, from one object of
-that map (a prototype has a map of its own).
+`new.target === constructor` (and is no prototype) -- a function's name, or
+the class name of an API template (FunctionTemplateInfo) --, else a
+Symbol.toStringTag data property of the object or its prototype chain, or
+the `constructor` of an object on the prototype chain (not of the object
+itself), else the class name of its type. The census computes it once per
+map, from one object of that map (a prototype has a map of its own).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class Shapes:
         self.fn_lo = md.consts.get("FirstJSFunctionType", 0)
         self.fn_hi = md.consts.get("LastJSFunctionType", -1)
         self.proxy = md.types.get("JS_PROXY_TYPE")
+        self.template = md.types.get("FUNCTION_TEMPLATE_INFO_TYPE")
+        self.o_class_name = md.fields.get(("FunctionTemplateInfo", "class_name"))
         self.other_closures = {md.types[k] for k in ("JS_BOUND_FUNCTION_TYPE",
                                                      "JS_WRAPPED_FUNCTION_TYPE")
                                if k in md.types}
@@ -88,6 +91,17 @@ class Shapes:
         """Functions, bound and wrapped ones too: V8's snapshot files them as closures."""
         return self.is_function_type(itype) or itype in self.other_closures
 
+    def is_proxy_type(self, itype: int) -> bool:
+        return itype == self.proxy
+
+    def is_object_row_type(self, itype: int) -> bool:
+        """Whether findjsobjects counts objects of this JS type: those V8's heap
+        snapshot files as `object` nodes, which are its JSObjects. Not closures
+        (`closure` nodes, which jsfunctions counts), nor proxies: a JSProxy is
+        a receiver but no JSObject, a `system / JSProxy` node of the snapshot.
+        """
+        return not self.is_closure_type(itype) and not self.is_proxy_type(itype)
+
     def name_of(self, obj: int, m: int) -> str:
         """V8's constructor name of one object: per map, except for dictionary-mode
         objects, which share maps while their own properties (a toStringTag) differ."""
@@ -101,7 +115,7 @@ class Shapes:
         props = self._own(obj)
         name = s.constructor
         try:
-            if not self._map_named(m, self.h.map_type(m)):
+            if self._map_named(m, self.h.map_type(m)) is None:
                 name = self.constructor_name_of_map(m, obj, props)
         except (DecodeError, TargetMemoryError):
             pass
@@ -123,7 +137,7 @@ class Shapes:
         dictionary = bool(bf3 & IS_DICTIONARY_MAP)
         props = None
         try:
-            if not self._map_named(m, h.map_type(m)):
+            if self._map_named(m, h.map_type(m)) is None:
                 props = self._own(obj)
             name = self.constructor_name_of_map(m, obj, props)
         except (DecodeError, TargetMemoryError):
@@ -177,7 +191,9 @@ class Shapes:
         """V8's JSReceiver::GetConstructorName for an object of map m.
 
         The map's constructor names an ordinary instance (made with
-        new.target === its constructor, not a prototype). Otherwise the name
+        new.target === its constructor, not a prototype): a function by its
+        name unless that is empty or `Object`, an API template by its class
+        name when it has one. Otherwise the name
         is an own or inherited *data* property Symbol.toStringTag -- looked for
         from the object itself up its prototype chain -- or, from the first
         prototype up, a `constructor` data property that is a named function
@@ -188,7 +204,7 @@ class Shapes:
         mem = h.mem
         itype = h.map_type(m)
         n = self._map_named(m, itype)
-        if n:
+        if n is not None:
             return n
         if obj is not None:
             tag = self._own_tag(obj, props)
@@ -219,6 +235,8 @@ class Shapes:
                 n = self.v.function_name(c)
                 if n and n != "Object":
                     out = n
+            elif self.h.is_heap(c) and self._is_template(c):
+                out = self.template_class_name(c)
         if len(self._named) > 200000:
             self._named.clear()
         self._named[m] = out
@@ -248,8 +266,29 @@ class Shapes:
         except (DecodeError, TargetMemoryError):
             return False
 
+    def _is_template(self, v: int) -> bool:
+        try:
+            return self.template is not None and self.h.instance_type(v) == self.template
+        except (DecodeError, TargetMemoryError):
+            return False
+
+    def template_class_name(self, info: int) -> str | None:
+        """A FunctionTemplateInfo's class name (FunctionTemplate::SetClassName), if a string."""
+        if self.o_class_name is None:
+            return None
+        n = self.h.mem.u64(info - 1 + self.o_class_name)
+        if self.h.is_heap(n) and self.v.is_string(n):
+            return self.v.s.text(n, 200)
+        return None
+
     def class_name(self, itype: int, m: int | None = None, obj: int | None = None) -> str:
-        """JSReceiver::class_name: the name V8 falls back on, by instance type."""
+        """JSReceiver::class_name: the name V8 falls back on, by instance type.
+
+        Not the class name of an API template, whatever made the object: an
+        API object that is a prototype with no prototype of its own (zlib's
+        native handle in census_mixed.js) is `Object` in V8's snapshots of
+        every supported line.
+        """
         if self.is_function_type(itype):
             return "Function"
         tname = self.h.type_name(itype)

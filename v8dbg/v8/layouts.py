@@ -182,6 +182,11 @@ _HASH_TABLES_OLD = dict(EPHEMERON_HASH_TABLE_TYPE=181, GLOBAL_DICTIONARY_TYPE=18
 _HASH_TABLES_13 = dict(EPHEMERON_HASH_TABLE_TYPE=207, GLOBAL_DICTIONARY_TYPE=208,
                        NAME_DICTIONARY_TYPE=209, NUMBER_DICTIONARY_TYPE=211,
                        ORDERED_HASH_MAP_TYPE=212, ORDERED_HASH_SET_TYPE=213)
+# An API template's class name (FunctionTemplate::SetClassName), which names
+# an object whose map's constructor is that FunctionTemplateInfo. Before 12.4
+# one more Smi and a CallHandlerInfo come first (checked in cores).
+_TEMPLATE_OLD = {("FunctionTemplateInfo", "class_name"): 56}
+_TEMPLATE_12 = {("FunctionTemplateInfo", "class_name"): 40}
 _VALUES: dict[tuple[int, int], dict[str, Any]] = {
     (10, 2): {"consts": {
         "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
@@ -190,7 +195,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         **_types(BIG_INT_BASE_TYPE=129, JS_GENERATOR_OBJECT_TYPE=2096, NATIVE_CONTEXT_TYPE=214,
                  JS_CLASS_CONSTRUCTOR_TYPE=2080, **_HASH_TABLES_OLD),
         "FirstJSFunctionType": 2065, "LastJSFunctionType": 2080,
-    }, "fields": {("JSArrayBuffer", "bit_field"): 56}},
+    }, "fields": {("JSArrayBuffer", "bit_field"): 56, **_TEMPLATE_OLD}},
     (11, 3): {"consts": {
         "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
         "ScopeInfoModuleCountFirst": 0,  # the module variable count is near the end
@@ -200,7 +205,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
                  GLOBAL_DICTIONARY_TYPE=178, NAME_DICTIONARY_TYPE=179, NUMBER_DICTIONARY_TYPE=181,
                  ORDERED_HASH_MAP_TYPE=182, ORDERED_HASH_SET_TYPE=183),
         "FirstJSFunctionType": 2066, "LastJSFunctionType": 2081,
-    }, "fields": {("JSArrayBuffer", "bit_field"): 64}},
+    }, "fields": {("JSArrayBuffer", "bit_field"): 64, **_TEMPLATE_OLD}},
     (12, 4): {"consts": {
         "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
         **_typed_kinds(_TYPED_KINDS_OLD, 18),
@@ -208,7 +213,8 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
                  JS_CLASS_CONSTRUCTOR_TYPE=2082, EPHEMERON_HASH_TABLE_TYPE=176,
                  GLOBAL_DICTIONARY_TYPE=177, NAME_DICTIONARY_TYPE=178, NUMBER_DICTIONARY_TYPE=180,
                  ORDERED_HASH_MAP_TYPE=181, ORDERED_HASH_SET_TYPE=182),
-    }, "fields": {("JSArrayBuffer", "bit_field"): 64, ("CallSiteInfo", "function"): 24}},
+    }, "fields": {("JSArrayBuffer", "bit_field"): 64, ("CallSiteInfo", "function"): 24,
+                  **_TEMPLATE_12}},
     (13, 6): {"consts": {
         "ScopeTypeModule": 5,  # ScopeInfo flags bits 0..3
         **_typed_kinds(_TYPED_KINDS_NEW, 18),
@@ -221,6 +227,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         ("JSArrayBufferView", "buffer"): 32,
         ("JSArrayBufferView", "bit_field"): 40,
         ("JSDataView", "data_pointer"): 64,
+        **_TEMPLATE_12,
     }},
     (14, 6): {"consts": {
         "ScopeTypeModule": 5,  # ScopeInfo flags bits 0..3
@@ -243,6 +250,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         ("JSArrayBufferView", "buffer"): 32,
         ("JSArrayBufferView", "bit_field"): 40,
         ("JSDataView", "data_pointer"): 64,
+        **_TEMPLATE_12,
     }},
 }
 for _key, _extra in _VALUES.items():

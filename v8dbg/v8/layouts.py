@@ -445,7 +445,20 @@ _FAST_C_CALL: dict[tuple[int, int], dict[str, int]] = {
     (13, 6): dict(TopFastCCallerFp=-24, TopFastCCallerPc=-32, FastCCallerPcAhead=0),
     (14, 6): dict(TopFastCCallerFp=-24, TopFastCCallerPc=-32, FastCCallerPcAhead=0),
 }
-for _table in (_THREAD_TOP, _FAST_C_CALL):
+# Lines between those: the ThreadLocalTop as in the line before (found by
+# its search, the Isolate offsets not being known), and the fast call's words
+# (measured the same way in node 19.0.0, 19.8.1, 21.7.3, 23.11.1, 25.9.0).
+# V8 10.1 (node 18.0-18.2, fast API calls off by default) is not among them.
+_BETWEEN_TOP: dict[tuple[int, int], dict[str, int]] = {
+    (10, 7): dict(_TOP_OLD, IsolateFastCCallerFp=216, IsolateFastCCallerPc=224,
+                  FastCCallerPcAhead=1),
+    (10, 8): dict(_TOP_OLD, IsolateFastCCallerFp=216, IsolateFastCCallerPc=224,
+                  FastCCallerPcAhead=1),
+    (11, 8): dict(_TOP_OLD, **_FAST_C_CALL[(11, 3)]),
+    (12, 9): dict(_TOP_NEW, TopFastCCallerFp=-32, TopFastCCallerPc=-24, FastCCallerPcAhead=0),
+    (14, 1): dict(_TOP_NEW, **_FAST_C_CALL[(14, 6)]),
+}
+for _table in (_THREAD_TOP, _FAST_C_CALL, _BETWEEN_TOP):
     for _key, _extra in _table.items():
         for _name, _value in _extra.items():
             VERSIONS[_key]["consts"].setdefault(_name, _value)

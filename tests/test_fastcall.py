@@ -51,9 +51,9 @@ def _program(core: Path, version: str):
     return Program(backend, str(node_binary(version))), backend
 
 
-def _fast_fp_address(core: Path, version: str) -> tuple[int, int]:
-    """Where the isolate keeps the fast call's caller fp, and the fp in this core
-    (found with v8dbg's own reading of the thread state)."""
+def _fast_fp_address(core: Path, version: str) -> int:
+    """Where the isolate keeps the fast call's caller fp (found with v8dbg's own
+    reading of the thread state in a core of the process)."""
     from v8dbg.stack import segments
     prog, _ = _program(core, version)
     md = prog.md
@@ -64,7 +64,7 @@ def _fast_fp_address(core: Path, version: str) -> tuple[int, int]:
         addr = t.top + md.const("TopFastCCallerFp")
     else:
         addr = t.isolate + md.const("IsolateFastCCallerFp")
-    return addr, t.fast_fp
+    return addr
 
 
 def _libc_text(pid: int) -> list[tuple[int, int]]:
@@ -134,7 +134,7 @@ def _take(d: Path, version: str) -> None:
         _stopped(pid)
         first = d / "core-first"
         _gcore(pid, first)
-        addr, fp = _fast_fp_address(first, version)
+        addr = _fast_fp_address(first, version)
         libc = _libc_text(pid)
         tries, end = 0, time.time() + STOP_SECONDS
         with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:

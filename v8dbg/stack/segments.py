@@ -16,6 +16,7 @@ segment starts there.
 from __future__ import annotations
 
 import bisect
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -91,7 +92,6 @@ def _search_top(prog: Program, heap: int) -> ThreadTop | None:
     def on_stack(a: int) -> bool:
         return any(lo <= a < hi for lo, hi in stacks)
 
-    import struct
     page = 4096
     lo = (heap - SEARCH_BYTES) & ~(page - 1)
     for base in range(heap & ~(page - 1), lo - page, -page):
@@ -203,11 +203,10 @@ def fast_call_frame(prog: Program, t: ThreadTop, rsp: int) -> MachineFrame | Non
         words = prog.mem.read(lo, t.fast_fp - lo)
     except TargetMemoryError:
         return None
-    import struct
     n = len(words) // 8
     for i, w in enumerate(reversed(struct.unpack(f"<{n}Q", words[:8 * n]))):
-        if w == t.fast_pc and not ahead or \
-                ahead and t.fast_pc < w <= t.fast_pc + FAST_CALL_PC_AHEAD and _call_before(prog, w):
+        if (w == t.fast_pc and not ahead) or (ahead and t.fast_pc < w <= t.fast_pc + FAST_CALL_PC_AHEAD
+                                               and _call_before(prog, w)):
             slot = lo + 8 * (n - 1 - i)
             return MachineFrame(w, slot + 8, t.fast_fp, False)
     # No return slot found: the recorded pc still names the code and its frame.
@@ -404,7 +403,6 @@ def _bridge_walk(prog: Program, pc: int, addr: int, rbp: int,
 def _calls_known_code(prog: Program, w: int) -> bool:
     """True when the call before w goes directly to a function of a module
     that is here (not through the PLT, not to a library that is missing)."""
-    import struct
     try:
         code = prog.mem.read(w - 5, 5)
     except TargetMemoryError:

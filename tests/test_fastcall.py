@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from support import (CACHE, FIXTURES, FRONTENDS, GDB, ROOT, VERSIONS, _key, json_line, major,
-                     moved_core, node_binary, run_cli, run_gdb, run_lldb)
+from support import (CACHE, FIXTURES, FRONTENDS, GDB, ROOT, VERSIONS, LiveNode, _key, json_line,
+                     major, moved_core, node_binary, run_cli, run_gdb, run_lldb)
 from test_stack import compare, expected_frames
 
 FIXTURE = "fastcall.js"
@@ -257,3 +257,32 @@ def test_fast_call_caller_in_thread_state(version, cores):
     assert t.c_entry_fp == 0 and len(t.exits) == 1
     frames = StackDecoder(prog).decode(regs)
     assert [f.function for f in frames if f.fp == t.exits[0] and f.kind == "js"] == ["parse"]
+
+
+FAST_FUNCTIONS = ("FastCompare", "FastIndexOfNumber", "FastNumber")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_profile_samples_in_fast_call(version):
+    """`v8dbg profile` unwinds a live process natively (its libc is here): a
+    sample that lands in the fast call has every JS frame of the loop above
+    node's fast C++ function."""
+    with LiveNode(version, FIXTURE, flags(version)) as node:
+        p = subprocess.run([sys.executable, "-m", "v8dbg", "profile", "--pid", str(node.pid),
+                            "--duration", "2", "--native"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    total = in_call = 0
+    for line in p.stdout.splitlines():
+        stack, n = line.rsplit(" ", 1)
+        names = [f.split(" (")[0] for f in stack.split(";")]
+        total += int(n)
+        fast = [i for i, f in enumerate(names)
+                if any(f"::{name}(" in f for name in FAST_FUNCTIONS)]
+        if not fast:
+            continue
+        in_call += int(n)
+        js = names[names.index("reviver"):fast[0]]
+        assert js[:5] == ["reviver", "go", "main", "scan", "probe"], names
+    # Most of the loop's time is spent inside the fast call.
+    assert total and in_call > total // 3, (in_call, total, p.stdout[-2000:])

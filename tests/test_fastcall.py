@@ -221,19 +221,20 @@ def test_fast_call_with_libc_missing(frontend, version, cores):
     assert "V8's own thread state" in ws[0]
 
 
+@pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
-def test_fast_call_with_every_library(version, cores):
+def test_fast_call_with_every_library(frontend, version, cores):
     """The core whose libraries are all here: native unwinding goes through libc,
     and the JS frames are the same as where libc is missing."""
     d = core_of(cores, version)
-    whole = json_line(jsstack("cli", version, d / "core"))
+    whole = json_line(jsstack(frontend, version, d / "core"))
     check_frames(whole, d)
     # Through libc (its internal memcmp/memchr variants carry no symbol) to node's
     # fast C++ function, with no warning.
     first_js = next(i for i, f in enumerate(whole["frames"]) if f["kind"] == "js")
     assert any(f.get("module") == "node" for f in whole["frames"][1:first_js]), whole["frames"][:4]
-    assert "v8dbg: warning:" not in jsstack("cli", version, d / "core")
-    moved = json_line(jsstack("cli", version, moved_core(d)))
+    assert "v8dbg: warning:" not in jsstack(frontend, version, d / "core")
+    moved = json_line(jsstack(frontend, version, moved_core(d)))
     assert js_frames(whole) == js_frames(moved)
 
 

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -219,6 +220,44 @@ def test_fast_call_with_libc_missing(frontend, version, cores):
     ws = [l for l in out.splitlines() if "v8dbg: warning:" in l]
     assert len(ws) == 1 and MOVED_LIBC in ws[0] and "missing" in ws[0], out[-2000:]
     assert "V8's own thread state" in ws[0]
+
+
+def without_frame_pointer(d: Path) -> Path:
+    """The moved core with the stopped thread's rbp zeroed, as a libc routine
+    that uses rbp for its own data leaves it: no frame-pointer guess past the
+    missing library can then reach the JavaScript."""
+    out = d / "core-moved-rbp"
+    if out.exists():
+        return out
+    data = bytearray(moved_core(d).read_bytes())
+    phoff = struct.unpack_from("<Q", data, 32)[0]
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    for i in range(phnum):
+        ptype, _, off, _, _, filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        pos = off
+        while ptype == 4 and pos + 12 <= off + filesz:  # PT_NOTE: the first NT_PRSTATUS
+            namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+            desc = pos + 12 + (namesz + 3) // 4 * 4
+            if ntype == 1:
+                struct.pack_into("<Q", data, desc + 112 + 4 * 8, 0)  # pr_reg: r15 r14 r13 r12 rbp
+                tmp = d / f"core-moved-rbp.{os.getpid()}"
+                tmp.write_bytes(bytes(data))
+                tmp.rename(out)
+                return out
+            pos = desc + (descsz + 3) // 4 * 4
+    raise AssertionError("no NT_PRSTATUS note in the core")
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_fast_call_without_frame_pointer(frontend, version, cores):
+    """Where nothing but V8's thread state leads past libc to the JavaScript."""
+    d = core_of(cores, version)
+    out = jsstack(frontend, version, without_frame_pointer(d))
+    doc = json_line(out)
+    check_frames(doc, d)
+    ws = [l for l in out.splitlines() if "v8dbg: warning:" in l]
+    assert len(ws) == 1 and MOVED_LIBC in ws[0] and "V8's own thread state" in ws[0], out[-2000:]
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)

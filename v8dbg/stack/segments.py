@@ -7,11 +7,16 @@ frame (`js_entry_sp`); each entry frame saves the `c_entry_fp` of the segment
 below it. Following that chain finds every JS frame from memory alone, so a
 stack whose native frames cannot be unwound (a library missing on this
 machine) still shows all of its JavaScript.
+
+A fast API call (optimized code calling C++ directly) builds no exit frame:
+V8 records its caller's fp and pc in the isolate instead, and the innermost
+segment starts there.
 """
 
 from __future__ import annotations
 
 import bisect
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -37,7 +42,10 @@ class ThreadTop:
     c_entry_fp: int
     js_entry_sp: int
     handler: int
+    top: int = 0  # the ThreadLocalTop itself
     exits: list[int] = field(default_factory=list)  # exit-frame fps, innermost first
+    fast_fp: int = 0  # the caller of a fast API call running now (0: none)
+    fast_pc: int = 0  # a pc in that caller's code, as V8 recorded it
 
 
 def _words(prog: Program, top: int,
@@ -78,7 +86,7 @@ def _top_of(prog: Program, heap: int) -> ThreadTop | None:
             top = iso + facts["IsolateThreadLocalTop"]
             back, cef, jes, handler = _words(prog, top, facts)
             if back == iso and _plausible(cef, jes):
-                return ThreadTop(iso, heap, cef, jes, handler)
+                return ThreadTop(iso, heap, cef, jes, handler, top)
         except (TargetMemoryError, KeyError):
             continue
     return _search_top(prog, heap)
@@ -100,7 +108,6 @@ def _search_top(prog: Program, heap: int) -> ThreadTop | None:
     def on_stack(a: int) -> bool:
         return any(lo <= a < hi for lo, hi in stacks)
 
-    import struct
     page = 4096
     lo = (heap - SEARCH_BYTES) & ~(page - 1)
     for base in range(heap & ~(page - 1), lo - page, -page):
@@ -119,7 +126,7 @@ def _search_top(prog: Program, heap: int) -> ThreadTop | None:
                 continue
             if back == w and jes and _plausible(cef, jes) and on_stack(jes) \
                     and (not cef or on_stack(cef)):
-                return ThreadTop(w, heap, cef, jes, handler)
+                return ThreadTop(w, heap, cef, jes, handler, top)
     return None
 
 
@@ -141,7 +148,8 @@ def _thread_stacks(prog: Program) -> list[tuple[int, int]]:
 
 
 def thread_tops(prog: Program) -> list[ThreadTop]:
-    """Every isolate's ThreadLocalTop with its chain of exit frames (cached)."""
+    """Every isolate's ThreadLocalTop with its chain of exit frames and the
+    fast API call it runs, if any (cached)."""
     cached = prog.stack.thread_tops
     if cached is not None:
         return cached
@@ -153,10 +161,72 @@ def thread_tops(prog: Program) -> list[ThreadTop]:
     for heap in sorted(heaps):
         t = _top_of(prog, heap)
         if t is not None:
-            t.exits = exit_chain(prog, t.c_entry_fp)
+            t.fast_fp, t.fast_pc = _fast_call(prog, t)
+            if t.c_entry_fp or not t.fast_fp:
+                t.exits = exit_chain(prog, t.c_entry_fp)
+            else:
+                # Running JS has no innermost exit frame (c_entry_fp is 0): the
+                # chain to the segments below starts at the fast call's caller.
+                t.exits = exit_chain(prog, t.fast_fp)[1:]
             out.append(t)
     prog.stack.thread_tops = out
     return out
+
+
+def _fast_call(prog: Program, t: ThreadTop) -> tuple[int, int]:
+    """The (fp, pc) V8 recorded for the fast API call running now, or (0, 0).
+
+    The words are IsolateData's: from the ThreadLocalTop where the table
+    places them there, else from the Isolate; a line without them gives none.
+    """
+    md = prog.md
+    try:
+        if "TopFastCCallerFp" in md.consts:
+            fp_at, pc_at = t.top + md.const("TopFastCCallerFp"), t.top + md.const("TopFastCCallerPc")
+        elif "IsolateFastCCallerFp" in md.consts:
+            fp_at = t.isolate + md.const("IsolateFastCCallerFp")
+            pc_at = t.isolate + md.const("IsolateFastCCallerPc")
+        else:
+            return 0, 0
+        fp, pc = prog.mem.u64(fp_at), prog.mem.u64(pc_at)
+    except (TargetMemoryError, V8DbgError):
+        return 0, 0
+    # The caller runs JS on this isolate's stack: below its outermost entry
+    # frame and below the innermost exit frame, whose segments lie further up.
+    if not fp or not pc or fp & 7 or not t.js_entry_sp or fp >= t.js_entry_sp \
+            or (t.c_entry_fp and fp >= t.c_entry_fp) or t.js_entry_sp - fp > 64 << 20:
+        return 0, 0
+    return fp, pc
+
+
+FAST_CALL_SCAN_BYTES = 64 << 10
+FAST_CALL_PC_AHEAD = 32  # at most this far from a recorded pc to its call's return address
+
+
+def fast_call_frame(prog: Program, t: ThreadTop, rsp: int) -> MachineFrame | None:
+    """The optimized frame that made the fast API call running on this thread.
+
+    Its pc is the call's return address, found on the stack just below the
+    frame (the slot the call pushed, which also gives the frame's sp): the pc
+    V8 recorded where the table says it is one, else the first return address
+    after a call within a few bytes of it.
+    """
+    if not t.fast_fp or not rsp <= t.fast_fp:
+        return None
+    ahead = prog.md.const("FastCCallerPcAhead", 0)
+    lo = max(rsp, t.fast_fp - FAST_CALL_SCAN_BYTES) & ~7
+    try:
+        words = prog.mem.read(lo, t.fast_fp - lo)
+    except TargetMemoryError:
+        return None
+    n = len(words) // 8
+    for i, w in enumerate(reversed(struct.unpack(f"<{n}Q", words[:8 * n]))):
+        if (w == t.fast_pc and not ahead) or (ahead and t.fast_pc < w <= t.fast_pc + FAST_CALL_PC_AHEAD
+                                               and _call_before(prog, w)):
+            slot = lo + 8 * (n - 1 - i)
+            return MachineFrame(w, slot + 8, t.fast_fp, False)
+    # No return slot found: the recorded pc still names the code and its frame.
+    return MachineFrame(t.fast_pc, t.fast_fp, t.fast_fp, False)
 
 
 def _entry_types(prog: Program) -> set[int]:
@@ -262,11 +332,13 @@ def complete(prog: Program, regs: Registers, machine: list[MachineFrame],
         t = top_for(prog, regs)
     except (TargetMemoryError, V8DbgError):
         t = None
-    if t is None or not t.exits:
+    fast = fast_call_frame(prog, t, regs.rsp) if t is not None else None
+    if t is None or not (t.exits or fast):
         if lost is not None:
             rec.lost_at = machine[lost].pc
         return machine, rec
-    pending = list(t.exits)
+    # Segment starts, innermost first: the fast API call's caller, then each exit frame.
+    pending = ([fast.fp] if fast else []) + list(t.exits)
     out: list[MachineFrame] = []
     frames = machine
     for _ in range(MAX_SEGMENTS + 1):
@@ -286,7 +358,7 @@ def complete(prog: Program, regs: Registers, machine: list[MachineFrame],
             break
         e = pending.pop(0)
         rec.used = True
-        ef = exit_frame(prog, e)
+        ef = fast if fast is not None and e == fast.fp else exit_frame(prog, e)
         cr = caller_regs(prog, e)
         start = out[-1].sp if out else regs.rsp
         bridge = _bridge(prog, start, ef, regs.rbp) if start < ef.sp else []
@@ -347,7 +419,6 @@ def _bridge_walk(prog: Program, pc: int, addr: int, rbp: int,
 def _calls_known_code(prog: Program, w: int) -> bool:
     """True when the call before w goes directly to a function of a module
     that is here (not through the PLT, not to a library that is missing)."""
-    import struct
     try:
         code = prog.mem.read(w - 5, 5)
     except TargetMemoryError:
@@ -375,6 +446,11 @@ def _after_call(prog: Program, w: int) -> bool:
     link = lm.link_address(w - 1)
     if link is None or lm.cfi.rule_at(link) is None:
         return False
+    return _call_before(prog, w)
+
+
+def _call_before(prog: Program, w: int) -> bool:
+    """True when the bytes just before w are a call instruction."""
     try:
         code = prog.mem.read(w - 7, 7)
     except TargetMemoryError:

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from support import (CACHE, FIXTURES, FRONTENDS, GDB, ROOT, VERSIONS, LiveNode, _key, json_line,
-                     major, moved_core, node_binary, run_cli, run_gdb, run_lldb)
+from support import (CACHE, FIXTURES, FRONTENDS, GDB, ROOT, SWEEP, VERSIONS, LiveNode, _key,
+                     fetch_node, json_line, major, moved_core, node_binary, run_cli, run_gdb, run_lldb)
 from test_stack import compare, expected_frames
 
 FIXTURE = "fastcall.js"
@@ -281,7 +281,27 @@ def test_fast_call_with_every_library(frontend, version, cores):
 def test_fast_call_caller_in_thread_state(version, cores):
     """The words V8 recorded for the call are read from the table's offsets: its
     caller's fp is the frame of the optimized function that made the call."""
+    check_thread_state(version, core_of(cores, version))
+
+
+# The lines between the pinned ones (their own fast-call facts), on the last
+# release of each, through the CLI.
+BETWEEN = [v for v in SWEEP if major(v) % 2 and v == max(
+    (w for w in SWEEP if major(w) == major(v)), key=lambda w: tuple(map(int, w.split("."))))]
+
+
+@pytest.mark.parametrize("version", BETWEEN)
+def test_fast_call_between_lines(version, cores):
+    fetch_node(version)
     d = core_of(cores, version)
+    check_thread_state(version, d)
+    out = jsstack("cli", version, without_frame_pointer(d))
+    check_frames(json_line(out), d)
+    ws = [l for l in out.splitlines() if "v8dbg: warning:" in l]
+    assert len(ws) == 1 and MOVED_LIBC in ws[0] and "V8's own thread state" in ws[0], out[-2000:]
+
+
+def check_thread_state(version: str, d: Path) -> None:
     stop = json.loads((d / "stop.json").read_text())
     from v8dbg.stack import segments
     prog, backend = _program(d / "core", version)

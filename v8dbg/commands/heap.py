@@ -98,7 +98,7 @@ def _findjsobjects(p: argparse.ArgumentParser):
         lines.append(f"{sum(g.count for g in rows)} objects in {len(rows)} groups "
                      f"({c.total_objects} live heap objects, {len(c.pages)} pages, "
                      f"{seconds:.2f} s)")
-        if data["proxies"]:
+        if data["proxies"] and args.c is None and args.p is None:
             lines.append(f"{data['proxies']} proxies besides (JSProxy objects, which V8's "
                          "heap snapshot files apart from objects too)")
         if c.damaged_pages:

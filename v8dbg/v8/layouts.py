@@ -140,8 +140,9 @@ _CODE_12 = {
 }
 # From V8 12.9 the SFI keeps its function data in two slots: trusted data
 # (bytecode, code, uncompiled data; Smi 0 when unused) at +8 and untrusted
-# data (builtin id, FunctionTemplateInfo, asm.js data) at +16 (checked in
-# cores of 24 and 26: an API function's template at +16, +8 empty).
+# data (builtin id, FunctionTemplateInfo, asm.js data; Smi -1 when unused) at
+# +16. Checked in cores of 23, 24, 25 and 26: bytecode, code and uncompiled
+# data only ever at +8, builtin ids and API templates only at +16.
 _SFI_DATA_13 = {("SharedFunctionInfo", "untrusted_function_data"): 16}
 # From V8 13.6 a ScopeInfo keeps its start/end positions before the variable part.
 _SCOPE_INFO_13 = {"ScopeInfoVarsOffset": 48, "ScopeInfoPositionsFirst": 1}

@@ -182,6 +182,48 @@ def test_same_output_in_every_frontend(cores):
     assert strip[0] == strip[1] == strip[2]
 
 
+@pytest.fixture(scope="module")
+def api_cores():
+    return {v: make_core(v, "apiframes.js") for v in VERSIONS}
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_api_constructor_frame_hidden(frontend, version, api_cores):
+    """JS called back from a node C++ constructor reached by `new` on an API
+    function (a BuiltinExitFrame of HandleApiConstruct): V8's trace leaves the
+    constructor out, and so does jsstack."""
+    d = api_cores[version]
+    full, doc = run(frontend, version, d / "core", ["jsstack -a --json", "jsstack --json"])
+    compare(json_line(doc), (d / "expected-stack.txt").read_text())
+    exits = [f for f in json_line(full)["frames"] if f.get("frame_type") == "BuiltinExitFrame"]
+    assert exits and all(f["kind"] == "internal" for f in exits), exits
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_api_function_data(version, api_cores):
+    """An API function's SharedFunctionInfo leads to its FunctionTemplateInfo,
+    a JS function's to its bytecode, on every line (two data slots from 12.9)."""
+    from v8dbg.program import Program
+    from v8dbg.target.corefile import CoreBackend
+    d = api_cores[version]
+    be = CoreBackend(str(d / "core"), str(node_binary(version)))
+    prog = Program(be, str(node_binary(version)))
+    h, f = prog.heap, prog.functions
+    frames = prog.stack.frames_of(be.threads()[0])
+    apis = {}
+    for fr in frames:
+        if fr.frame_type == "BuiltinExitFrame":
+            fn = prog.mem.u64(fr.fp + prog.md.const("BuiltinExitFrameTargetOffset"))
+            sfi = f.shared(fn)
+            apis[f.debug_name(sfi)] = f.function_data(sfi)
+    assert "MessageChannel" in apis, apis
+    for name, data in apis.items():
+        assert h.is_heap(data) and h.is_type(data, "FUNCTION_TEMPLATE_INFO_TYPE"), name
+    die = next(fr for fr in frames if fr.kind == "js" and fr.function == "die")
+    assert f.bytecode_array(die.sfi) is not None
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_wrong_binary_is_refused(version, cores):
     other = VERSIONS[(VERSIONS.index(version) + 1) % len(VERSIONS)]

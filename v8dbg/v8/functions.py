@@ -158,7 +158,17 @@ class Functions:
         return self.inferred_name(sfi)
 
     def function_data(self, sfi: int) -> int:
-        return self.h.field(sfi, "SharedFunctionInfo", "function_data")
+        """What the function runs or wraps: its bytecode, uncompiled data or
+        code, else its builtin id (a Smi) or API template.
+
+        Where V8 keeps two slots -- trusted data (bytecode, code, uncompiled
+        data) and untrusted data (builtin id, FunctionTemplateInfo, asm.js
+        data) -- only one is in use: the trusted one when it holds an object.
+        """
+        data = self.h.field(sfi, "SharedFunctionInfo", "function_data")
+        if not self.h.is_heap(data) and self.md.has("SharedFunctionInfo", "untrusted_function_data"):
+            return self.h.field(sfi, "SharedFunctionInfo", "untrusted_function_data")
+        return data
 
     def script(self, sfi: int) -> int | None:
         h = self.h

@@ -138,6 +138,12 @@ _CODE_12 = {
     ("Code", "deoptimization_data"): 8,
     ("Code", "source_position_table"): 16,
 }
+# From V8 12.9 the SFI keeps its function data in two slots: trusted data
+# (bytecode, code, uncompiled data; Smi 0 when unused) at +8 and untrusted
+# data (builtin id, FunctionTemplateInfo, asm.js data; Smi -1 when unused) at
+# +16. Checked in cores of 23, 24, 25 and 26: bytecode, code and uncompiled
+# data only ever at +8, builtin ids and API templates only at +16.
+_SFI_DATA_13 = {("SharedFunctionInfo", "untrusted_function_data"): 16}
 # From V8 13.6 a ScopeInfo keeps its start/end positions before the variable part.
 _SCOPE_INFO_13 = {"ScopeInfoVarsOffset": 48, "ScopeInfoPositionsFirst": 1}
 
@@ -167,11 +173,11 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     (12, 4): {"consts": {}, "fields": {
         **_CODE_12, ("BytecodeArray", "parameter_size"): 52,
     }},
-    (13, 6): {"consts": dict(_SCOPE_INFO_13), "fields": dict(_CODE_12)},
+    (13, 6): {"consts": dict(_SCOPE_INFO_13), "fields": {**_CODE_12, **_SFI_DATA_13}},
     (14, 6): {"consts": {
         **_SCOPE_INFO_13,
         "PositionTableEncoding": 2,
-    }, "fields": dict(_CODE_12)},
+    }, "fields": {**_CODE_12, **_SFI_DATA_13}},
 }
 
 # Object and value facts per line: typed-array kinds, instance types the

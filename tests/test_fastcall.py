@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 
 from support import (CACHE, FIXTURES, FRONTENDS, GDB, ROOT, SWEEP, VERSIONS, LiveNode, _key,
-                     fetch_node, json_line, major, moved_core, node_binary, run_cli, run_gdb, run_lldb)
+                     core_program, fetch_node, json_line, major, moved_core, node_binary, run_cli,
+                     run_gdb, run_lldb)
 from test_stack import compare, expected_frames
 
 FIXTURE = "fastcall.js"
@@ -43,20 +44,11 @@ def flags(version: str) -> tuple[str, ...]:
     return ("--allow-natives-syntax", *extra)
 
 
-def _program(core: Path, version: str):
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from v8dbg.program import Program
-    from v8dbg.target.corefile import CoreBackend
-    backend = CoreBackend(str(core), str(node_binary(version)))
-    return Program(backend, str(node_binary(version))), backend
-
-
 def _fast_fp_address(core: Path, version: str) -> int:
     """Where the isolate keeps the fast call's caller fp (found with v8dbg's own
     reading of the thread state in a core of the process)."""
     from v8dbg.stack import segments
-    prog, _ = _program(core, version)
+    prog, _ = core_program(core, version)
     md = prog.md
     tops = segments.thread_tops(prog)
     assert len(tops) == 1, tops
@@ -304,7 +296,7 @@ def test_fast_call_between_lines(version, cores):
 def check_thread_state(version: str, d: Path) -> None:
     stop = json.loads((d / "stop.json").read_text())
     from v8dbg.stack import segments
-    prog, backend = _program(d / "core", version)
+    prog, backend = core_program(d / "core", version)
     regs = backend.threads()[0].regs
     t = segments.top_for(prog, regs)
     assert t is not None and t.fast_fp == stop["fp"]

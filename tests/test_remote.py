@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from support import (FRONTENDS, ROOT, VERSIONS, aarch64_core, json_line, make_core,
-                     moved_core, moved_sysroot, run, run_cli, run_gdb, run_lldb,
+from support import (FRONTENDS, ROOT, VERSIONS, aarch64_core, core_program, json_line, make_core,
+                     moved_core, node_binary, moved_sysroot, run, run_cli, run_gdb, run_lldb,
                      run_lldb_session, stripped_binary)
 from test_stack import compare
 
@@ -180,7 +180,6 @@ def test_stripped_builtins_match_the_symbols(version):
     named the same from V8's tables in the stripped copy, and the embedded
     code is placed exactly where the symbols put it."""
     sys.path.insert(0, str(ROOT))
-    from support import node_binary
     from v8dbg.target.elf import ElfFile
     from v8dbg.v8 import builtins, metadata
     stripped = ElfFile(str(stripped_binary(version)))
@@ -218,7 +217,6 @@ def test_other_architecture_is_one_clear_error(frontend, version, cores):
         out = run_gdb(version, ["jsstack"], core=core)[0]
     else:
         # lldb refuses the core itself (ending a -b run); v8dbg says why.
-        from support import node_binary
         out = run_lldb_session([f"target create --core {core} {node_binary(version)}",
                                 "jsstack"])
     errs = [l for l in out.splitlines() if "v8dbg: " in l]
@@ -232,14 +230,10 @@ def test_thread_state_chains_every_segment(version, cores):
     is exactly the exit frames a full native unwind finds, on a core whose
     libraries are all here."""
     sys.path.insert(0, str(ROOT))
-    from support import node_binary
     from v8dbg.stack import segments
-    from v8dbg.target.corefile import CoreBackend
     from v8dbg.stack.frames import StackDecoder
-    from v8dbg.program import Program
     d = cores[version]
-    backend = CoreBackend(str(d / "core"), str(node_binary(version)))
-    prog = Program(backend, str(node_binary(version)))
+    prog, backend = core_program(d / "core", version)
     regs = backend.threads()[0].regs
     top = segments.top_for(prog, regs)
     assert top is not None and top.js_entry_sp
@@ -300,13 +294,9 @@ def test_thread_state_found_when_isolate_offsets_move(version, cores, monkeypatc
     in the table fits): the ThreadLocalTop is found near the Heap by its
     pointer back to the Isolate, with the same contents."""
     sys.path.insert(0, str(ROOT))
-    from support import node_binary
     from v8dbg.stack import segments
-    from v8dbg.target.corefile import CoreBackend
-    from v8dbg.program import Program
     d = cores[version]
-    backend = CoreBackend(str(d / "core"), str(node_binary(version)))
-    prog = Program(backend, str(node_binary(version)))
+    prog, backend = core_program(d / "core", version)
     regs = backend.threads()[0].regs
     want = segments.top_for(prog, regs)
     assert want is not None
@@ -329,14 +319,10 @@ def test_thread_state_from_another_release_of_the_line(version, cores, monkeypat
     """A release the table has not measured may carry the offsets of another
     release of its line: those are tried (each checked) before any search."""
     sys.path.insert(0, str(ROOT))
-    from support import node_binary
-    from v8dbg.program import Program
     from v8dbg.stack import segments
-    from v8dbg.target.corefile import CoreBackend
     from v8dbg.v8 import layouts
     d = cores[version]
-    backend = CoreBackend(str(d / "core"), str(node_binary(version)))
-    prog = Program(backend, str(node_binary(version)))
+    prog, backend = core_program(d / "core", version)
     regs = backend.threads()[0].regs
     want = segments.top_for(prog, regs)
     variants = layouts.thread_top_variants(prog.md)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from ..target.elf import ElfFile
 
@@ -49,14 +50,15 @@ class BuiltinTable:
                 "ends": list(self.ends), "code": [self.code_start, self.code_size]}
 
     @staticmethod
-    def from_json(doc: dict[str, object]) -> "BuiltinTable":
-        names = tuple(str(x) for x in doc["names"])  # type: ignore[union-attr]
-        starts = tuple(int(x) for x in doc["starts"])  # type: ignore[union-attr]
-        ends = tuple(int(x) for x in doc["ends"])  # type: ignore[union-attr]
-        code = doc["code"]
-        if not len(names) == len(starts) == len(ends) or len(code) != 2:  # type: ignore[arg-type]
+    def from_json(doc: dict[str, Any]) -> "BuiltinTable":
+        """The table as to_json wrote it (a cache file: anything malformed raises)."""
+        names = tuple(str(x) for x in doc["names"])
+        starts = tuple(int(x) for x in doc["starts"])
+        ends = tuple(int(x) for x in doc["ends"])
+        code = [int(x) for x in doc["code"]]
+        if not len(names) == len(starts) == len(ends) or len(code) != 2:
             raise ValueError("inconsistent builtin table")
-        return BuiltinTable(names, starts, ends, int(code[0]), int(code[1]))  # type: ignore[index]
+        return BuiltinTable(names, starts, ends, code[0], code[1])
 
 
 def _rodata(binary: ElfFile) -> tuple[int, bytes] | None:

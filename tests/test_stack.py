@@ -191,8 +191,10 @@ def api_cores():
 @pytest.mark.parametrize("version", VERSIONS)
 def test_api_constructor_frame_hidden(frontend, version, api_cores):
     """JS called back from a node C++ constructor reached by `new` on an API
-    function (a BuiltinExitFrame of HandleApiConstruct): V8's trace leaves the
-    constructor out, and so does jsstack."""
+    function (a BuiltinExitFrame of HandleApiConstruct), inside a script run by
+    a plain call of another API function (vm's runInThisContext: HandleApiCall's
+    BuiltinExitFrame on 18/20, an ApiCallbackExitFrame later): V8's trace
+    leaves both API functions out, and so does jsstack."""
     d = api_cores[version]
     full, doc = run(frontend, version, d / "core", ["jsstack -a --json", "jsstack --json"])
     compare(json_line(doc), (d / "expected-stack.txt").read_text())

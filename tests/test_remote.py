@@ -204,6 +204,20 @@ def test_stripped_builtins_match_the_symbols(version):
     assert loaded.builtins == table
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_stripped_bytecode_sizes_match_the_symbol(version):
+    """V8's bytecode size table (baseline frames' positions need it), found by
+    its shape in the stripped copy, equals the one its symbol names in the
+    release binary."""
+    sys.path.insert(0, str(ROOT))
+    from v8dbg.target.elf import ElfFile
+    from v8dbg.v8 import baseline
+    stripped = ElfFile(str(stripped_binary(version)))
+    want = baseline.read_sizes(ElfFile(str(node_binary(version))))
+    assert want is not None and len(want[0]) > 190
+    assert baseline.read_sizes(stripped) == want
+
+
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_other_architecture_is_one_clear_error(frontend, version, cores):

@@ -19,11 +19,12 @@ MAX_BYTECODE = 1 << 22
 
 
 def read_sizes(binary: ElfFile) -> list[bytes] | None:
-    """V8's operand-size table, one row per operand scale, from the binary's symbol."""
+    """V8's operand-size table, one row per operand scale, from the binary's
+    symbol, or found by its shape where the binary is stripped."""
     found = binary.symbols_matching(SIZES_SYMBOL)
     addr = found.get(SIZES_SYMBOL.decode())
     if addr is None:
-        return None
+        return _search_sizes(binary) if binary.section(".symtab") is None else None
     span = binary.symbol_start(addr)
     size = span[1] if span else 0
     data = binary.read(addr, size) if size and size % 3 == 0 else None
@@ -31,6 +32,46 @@ def read_sizes(binary: ElfFile) -> list[bytes] | None:
         return None
     n = size // 3
     return [data[0:n], data[n:2 * n], data[2 * n:3 * n]]
+
+
+_PREFIXES = b"\x01\x01\x01\x01"  # Wide, ExtraWide and their DebugBreak forms: 1 byte at every scale
+_BYTECODES = range(100, 512)  # how many bytecodes a V8 may have (198-212 in node 18-26)
+_MAX_SIZE = 32
+
+
+def _search_sizes(binary: ElfFile) -> list[bytes] | None:
+    """kBytecodeSizes in a binary without .symtab, found by its shape in .rodata.
+
+    Three rows of one byte per bytecode (operand scale 1, 2, 4), each opening
+    with the four one-byte prefix bytecodes. A bytecode's scalable operands
+    grow by one byte each from scale 1 to 2 and by three from 1 to 4, its
+    fixed ones not at all, so for every bytecode size4 - size1 is exactly
+    3 * (size2 - size1). Exactly one place in .rodata must fit, else None.
+    """
+    sec = binary.section(".rodata")
+    if sec is None or not sec.size:
+        return None
+    data = bytes(binary.section_bytes(sec))
+    hits: list[list[bytes]] = []
+    start = data.find(_PREFIXES)
+    while start != -1 and len(hits) < 2:
+        if start and data[start - 1] == 1:
+            # Inside a run of ones: the table's rows open such a run, and a
+            # start shifted into it could fit the shape as well.
+            start = data.find(_PREFIXES, start + 1)
+            continue
+        for n in _BYTECODES:
+            if data[start + n:start + n + 4] != _PREFIXES or \
+                    data[start + 2 * n:start + 2 * n + 4] != _PREFIXES:
+                continue
+            rows = [data[start:start + n], data[start + n:start + 2 * n],
+                    data[start + 2 * n:start + 3 * n]]
+            if any(b > a for a, b in zip(rows[0], rows[1])) and all(
+                    1 <= a <= b <= c <= _MAX_SIZE and c - a == 3 * (b - a)
+                    for a, b, c in zip(*rows)):
+                hits.append(rows)
+        start = data.find(_PREFIXES, start + 1)
+    return hits[0] if len(hits) == 1 else None
 
 
 def bytecode_offset(codes, info, bytecode: int, pc: int) -> int | None:

@@ -200,3 +200,25 @@ def test_fallback_to_source_positions_is_noted(cores):
     for f in outer:
         assert f.note and f.note.startswith("position from the optimized code's source positions"), f
         assert f.line is not None
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_real_program_with_a_stripped_binary(version, cores):
+    """The acorn core (TurboFan, Maglev and baseline frames, inlining, lazy
+    deopts) read with a stripped copy of the same node: every frame V8 made
+    (builtins named and baseline positions found from V8's own tables, as
+    stripped binaries have no symbols for them) equals what the unstripped
+    binary's symbols give."""
+    from support import run_cli, stripped_binary
+    from test_remote import json_lines, v8_frames, warnings
+    d = cores[(version, "acorn")]
+    stripped = run_cli(version, d / "core", ["jsstack -a --json"], binary=stripped_binary(version))[0]
+    whole = run_cli(version, d / "core", ["jsstack -a --json"])[0]
+    assert "<builtin>" not in stripped
+    assert [w for w in warnings(stripped) if "stripped" in w], stripped[-2000:]
+    got, want = v8_frames(json_lines(stripped)), v8_frames(json_lines(whole))
+    assert got == want
+    frames = json_lines(whole)[0]["frames"]
+    baseline = [f for f in frames if f.get("tier") == "baseline"]
+    assert baseline and all(f["line"] for f in baseline), baseline
+    assert any(f["kind"] == "internal" and f["symbol"] for f in frames)

@@ -377,28 +377,27 @@ def _run(cie_insns: bytes, fde_insns: bytes, begin: int, target: int,
     return Rule(state["cfa_reg"], state["cfa_off"], state["rbp"], state["ra"])
 
 
-def largest_uncovered(elf: ElfFile) -> tuple[int, int] | None:
-    """[start, end) of the longest stretch of code that no FDE covers.
+def uncovered(elf: ElfFile, count: int) -> list[tuple[int, int]]:
+    """[start, end) of the `count` longest stretches of code no FDE covers,
+    longest first.
 
-    V8's embedded builtins carry no unwind tables, and they are by far the
-    largest such stretch of node's .text: where the symbols naming them are
-    stripped, this finds them.
+    V8's embedded builtins carry no unwind tables, and they are usually the
+    longest such stretch of node's .text (not always: in node 19.0 other code
+    is): where the symbols naming them are stripped, this finds them.
     """
     t = CfiTable(elf)
     if not t._count or t._hdr is None:
-        return None
+        return []
     base = t._hdr.addr
     pairs = t._pairs
-    best, best_i = -1, -1
-    for i in range(t._count - 1):
-        gap = pairs[2 * i + 2] - pairs[2 * i]
-        if gap > best:
-            best, best_i = gap, i
-    if best_i < 0:
-        return None
-    try:
-        parsed = t._parse_fde(base + pairs[2 * best_i + 1])
-    except (ValueError, struct.error, IndexError):
-        parsed = None
-    start = parsed[1] if parsed is not None else base + pairs[2 * best_i]
-    return start, base + pairs[2 * best_i + 2]
+    gaps = sorted(((pairs[2 * i + 2] - pairs[2 * i], i) for i in range(t._count - 1)),
+                  reverse=True)[:max(count, 0)]
+    out = []
+    for _, i in gaps:
+        try:
+            parsed = t._parse_fde(base + pairs[2 * i + 1])
+        except (ValueError, struct.error, IndexError):
+            parsed = None
+        start = parsed[1] if parsed is not None else base + pairs[2 * i]
+        out.append((start, base + pairs[2 * i + 2]))
+    return out

@@ -508,7 +508,8 @@ def thread_top_variants(md: Any) -> list[dict[str, int]]:
 # (instruction offset and length first); EmbeddedCodeAlignment is the
 # alignment of each builtin's code. Checked against the Builtins_* symbols of
 # the unstripped release binary of each line.
-_EMBEDDED_LAYOUT = {(10, 2): 28, (11, 3): 32, (12, 4): 12, (13, 6): 12, (14, 6): 12}
+_EMBEDDED_LAYOUT = {(10, 1): 16, (10, 2): 28, (10, 7): 32, (11, 3): 32, (12, 4): 12,
+                    (13, 6): 12, (14, 6): 12}
 for _key, (_base, _c, _f) in _BETWEEN.items():
     _EMBEDDED_LAYOUT.setdefault(_key, _EMBEDDED_LAYOUT[_base])
 for _key, _size in _EMBEDDED_LAYOUT.items():

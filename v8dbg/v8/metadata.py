@@ -22,7 +22,8 @@ _SYMBOL_PATTERN = (rb"(?:v8dbg|nodedbg)_[A-Za-z0-9_]+"
                    rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch|embedder)_E"
                    rb"|v8_Default_embedded_blob_code_(?:data_|size_)?")
 _BLOB = "v8_Default_embedded_blob_code_"
-_CACHE_FORMAT = 5
+_CACHE_FORMAT = 6
+_BLOB_CANDIDATES = 4  # stretches of code without unwind tables tried for the builtins
 
 
 @dataclass
@@ -223,9 +224,16 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
     if "EmbeddedBlobCodeStart" not in raw and binary.section(".symtab") is None:
         # A stripped binary: the builtins are the code without unwind tables;
         # V8's tables name them and place them exactly.
-        from ..target.cfi import largest_uncovered
-        span = largest_uncovered(binary)
-        table = find_builtins(binary, span, layouts.facts(v), layouts.embedded_layout_sizes(v))
+        from ..target.cfi import uncovered
+        # Usually the longest stretch; a few runners-up are tried (node 19.0's
+        # longest is other code), each checked byte for byte by the search.
+        spans = uncovered(binary, _BLOB_CANDIDATES)
+        span = spans[0] if spans else None
+        for cand in spans:
+            table = find_builtins(binary, cand, layouts.facts(v),
+                                  layouts.embedded_layout_sizes(v))
+            if table is not None:
+                break
         if table is not None:
             raw["EmbeddedBlobCodeStart"], raw["EmbeddedBlobCodeSize"] = (table.code_start,
                                                                          table.code_size)

@@ -15,9 +15,9 @@ import sys
 
 import pytest
 
-from support import (FRONTENDS, ROOT, VERSIONS, aarch64_core, core_program, json_line, make_core,
-                     moved_core, node_binary, moved_sysroot, run, run_cli, run_gdb, run_lldb,
-                     run_lldb_session, stripped_binary)
+from support import (FRONTENDS, ROOT, VERSIONS, aarch64_core, core_program, fetch_node, json_line,
+                     make_core, moved_core, moved_sysroot, node_binary, run, run_cli, run_gdb,
+                     run_lldb, run_lldb_session, stripped_binary)
 from test_stack import compare
 
 MOVED_LIBC = "/usr/lib/x86_64-linux-prd/libc.so.6"
@@ -174,7 +174,11 @@ def test_stripped_binary_without_v8_tables(tmp_path):
     assert "<builtin>" in named and "JSEntry" not in named, named
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+# The pinned releases, and releases of the V8 versions no pinned one has.
+STRIPPED_CHECKED = VERSIONS + ["18.0.0", "19.0.0", "19.8.1", "21.7.3", "23.11.1", "25.9.0"]
+
+
+@pytest.mark.parametrize("version", STRIPPED_CHECKED)
 def test_stripped_builtins_match_the_symbols(version):
     """Every Builtins_* symbol of the release binary (V8's own ground truth) is
     named the same from V8's tables in the stripped copy, and the embedded
@@ -182,6 +186,7 @@ def test_stripped_builtins_match_the_symbols(version):
     sys.path.insert(0, str(ROOT))
     from v8dbg.target.elf import ElfFile
     from v8dbg.v8 import builtins, metadata
+    fetch_node(version)
     stripped = ElfFile(str(stripped_binary(version)))
     assert stripped.section(".symtab") is None
     raw, _, table = metadata._scan(stripped)
@@ -204,7 +209,7 @@ def test_stripped_builtins_match_the_symbols(version):
     assert loaded.builtins == table
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", STRIPPED_CHECKED)
 def test_stripped_bytecode_sizes_match_the_symbol(version):
     """V8's bytecode size table (baseline frames' positions need it), found by
     its shape in the stripped copy, equals the one its symbol names in the
@@ -212,6 +217,7 @@ def test_stripped_bytecode_sizes_match_the_symbol(version):
     sys.path.insert(0, str(ROOT))
     from v8dbg.target.elf import ElfFile
     from v8dbg.v8 import baseline
+    fetch_node(version)
     stripped = ElfFile(str(stripped_binary(version)))
     want = baseline.read_sizes(ElfFile(str(node_binary(version))))
     assert want is not None and len(want[0]) > 190

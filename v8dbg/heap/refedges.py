@@ -12,21 +12,9 @@ class and the classes every JS object shares. Nothing here is per version.
 from __future__ import annotations
 
 from ..v8.tagged import Heap
+from ..v8.typenames import class_of
 
 _SHARED = ("JSObject", "JSReceiver", "HeapObject")
-_STRING_KINDS = (("SLICED", "SlicedString"), ("CONS", "ConsString"), ("THIN", "ThinString"))
-
-
-def class_of(type_name: str) -> str:
-    """V8's class name for an instance type name: JS_BOUND_FUNCTION_TYPE -> JSBoundFunction."""
-    for tag, cls in _STRING_KINDS:
-        if type_name.endswith("STRING_TYPE") and tag in type_name:
-            return cls
-    parts = type_name.removesuffix("_TYPE").split("_")
-    out = ""
-    for i, p in enumerate(parts):
-        out += "JS" if (i == 0 and p == "JS") else p.capitalize()
-    return out
 
 
 _CACHE: dict[tuple[int, str], dict[int, str]] = {}

@@ -124,8 +124,16 @@ _DERIVED_TYPES: dict[str, tuple[str, int]] = {
     "JS_GENERATOR_OBJECT_TYPE": ("JS_ASYNC_FUNCTION_OBJECT_TYPE", -1),
     # The last of the JSFunction types, and the 8th of the 10 context types.
     "JS_CLASS_CONSTRUCTOR_TYPE": ("LastJSFunctionType", 0),
-    "NATIVE_CONTEXT_TYPE": ("LastContextType", -2),
+    # The ten context types, in V8's (alphabetical) order; where the binary
+    # keeps its own names (typenames.py) those come first.
+    **{f"{kind}_CONTEXT_TYPE": ("FirstContextType", i) for i, kind in enumerate(
+        ("AWAIT", "BLOCK", "CATCH", "DEBUG_EVALUATE", "EVAL", "FUNCTION", "MODULE", "NATIVE",
+         "SCRIPT", "WITH"))},
     "FREE_SPACE_TYPE": ("FEEDBACK_VECTOR_TYPE", 2),
+    # Objects of API templates: V8's own type-name switch covers them by a range
+    # check ("[api object] N"), not by name; the metadata gives the number.
+    "JS_API_OBJECT_TYPE": ("APIObjectType", 0),
+    "JS_SPECIAL_API_OBJECT_TYPE": ("SpecialAPIObjectType", 0),
 }
 
 

@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from ..errors import V8DbgError
 from ..target.elf import ElfFile
 from . import layouts
+from . import typenames
 from .embedded import BuiltinTable, find as find_builtins
 
 _SYMBOL_PATTERN = (rb"(?:v8dbg|nodedbg)_[A-Za-z0-9_]+"
                    rb"|_ZN2v88internal7Version[0-9]+(?:major|minor|build|patch|embedder)_E"
-                   rb"|v8_Default_embedded_blob_code_(?:data_|size_)?")
+                   rb"|v8_Default_embedded_blob_code_(?:data_|size_)?"
+                   rb"|" + typenames.SYMBOL_PATTERN)
 _BLOB = "v8_Default_embedded_blob_code_"
-_CACHE_FORMAT = 6
+_CACHE_FORMAT = 7
 _BLOB_CANDIDATES = 4  # stretches of code without unwind tables tried for the builtins
 
 
@@ -123,14 +125,18 @@ def load(binary: ElfFile) -> Metadata:
         return _cache[key]
     cached = _read_cache(binary)
     if cached is not None:
-        raw, v, table = cached
+        raw, v, table, switch_names = cached
     else:
-        raw, v, table = _scan(binary)
-        _write_cache(binary, raw, v, table)
+        raw, v, table, switch_names = _scan(binary)
+        _write_cache(binary, raw, v, table, switch_names)
     if not any(n.startswith("v8dbg_") for n in raw):
         raise V8DbgError(f"{binary.path} carries no V8 postmortem metadata (v8dbg_* symbols); "
                          "use an official node release binary")
     consts, fields, type_names, types, node = _parse(raw)
+    # V8's own names fill what the metadata leaves unnamed (its names win).
+    for itype, tname in sorted(switch_names.items()):
+        type_names.setdefault(itype, tname)
+        types.setdefault(tname, itype)
     md = Metadata(v, consts, fields, type_names, types, node, binary.build_id, binary.path,
                   builtins=table)
     layouts.apply(md)
@@ -145,7 +151,7 @@ def _cache_path(binary: ElfFile) -> str | None:
 
 
 def _read_cache(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
-                                          BuiltinTable | None] | None:
+                                          BuiltinTable | None, dict[int, str]] | None:
     import json
     path = _cache_path(binary)
     if not path:
@@ -158,13 +164,14 @@ def _read_cache(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, i
         if len(ver) != 4:
             return None
         table = BuiltinTable.from_json(doc["builtins"]) if doc.get("builtins") else None
-        return raw, ver, table  # type: ignore[return-value]
+        names = {int(k): str(n) for k, n in doc["type_names"].items()}
+        return raw, ver, table, names  # type: ignore[return-value]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def _write_cache(binary: ElfFile, raw: dict[str, int], v: tuple[int, int, int, int],
-                 table: BuiltinTable | None) -> None:
+                 table: BuiltinTable | None, names: dict[int, str]) -> None:
     import json
     import os
     path = _cache_path(binary)
@@ -175,16 +182,18 @@ def _write_cache(binary: ElfFile, raw: dict[str, int], v: tuple[int, int, int, i
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as fh:
             json.dump({"raw": raw, "version": list(v),
-                       "builtins": table.to_json() if table else None}, fh)
+                       "builtins": table.to_json() if table else None,
+                       "type_names": {str(k): n for k, n in names.items()}}, fh)
         os.replace(tmp, path)
     except OSError:
         pass
 
 
 def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
-                                    BuiltinTable | None]:
+                                    BuiltinTable | None, dict[int, str]]:
     """Read every postmortem constant and the V8 version from the binary's data,
-    and a stripped binary's builtins from V8's own tables."""
+    V8's own instance type names, and a stripped binary's builtins from V8's
+    own tables."""
     syms = binary.symbols_matching(_SYMBOL_PATTERN)
     raw: dict[str, int] = {}
     version = [0, 0, 0, 0]
@@ -200,7 +209,7 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
     if size_at is not None and binary.read(size_at, 4):
         raw["EmbeddedBlobCodeSize"] = struct.unpack("<I", binary.read(size_at, 4) or b"\0" * 4)[0]
     for name, addr in syms.items():
-        if name.startswith(_BLOB):
+        if name.startswith(_BLOB) or name in typenames.SYMBOLS:
             continue
         if name.endswith("embedder_E"):
             number = _embedder_number(binary, addr)
@@ -239,7 +248,7 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
                                                                          table.code_size)
         elif span is not None:
             raw["EmbeddedBlobCodeStart"], raw["EmbeddedBlobCodeSize"] = span[0], span[1] - span[0]
-    return raw, v, table
+    return raw, v, table, typenames.read(binary, syms)
 
 
 def _embedder_number(binary: ElfFile, addr: int) -> int | None:

@@ -15,6 +15,8 @@ import re
 import struct
 from typing import Any
 
+from ..v8.typenames import class_of
+
 BREAK_LENGTH = 80
 COMPACT = 3
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
@@ -152,9 +154,7 @@ def _fmt(ctx: _Ctx, v: dict, level: int, top: bool = False) -> str:
     if t == "regexp":
         return f"/{v.get('source')}/{v.get('flags', '')}" + a
     if t == "other":
-        err = f": {v['error']}" if v.get("error") else ""
-        where = f" {v['address']}" if v.get("address") else ""
-        return f"<{v.get('v8_type', 'unknown')}{err}>{where}"
+        return _other(v)
     if t == "boxed":
         inner = v.get("value", {})
         kind = {"number": "Number", "string": "String", "boolean": "Boolean",
@@ -163,6 +163,18 @@ def _fmt(ctx: _Ctx, v: dict, level: int, top: bool = False) -> str:
     if t == "typedarray" and v.get("constructor") == "Buffer":
         return _buffer(v) + a
     return _container(ctx, v, level, a)
+
+
+def _other(v: dict) -> str:
+    """A V8-internal object by its class, as a debugger user knows it
+    (`<FunctionContext 0x...>`); any other note as it is."""
+    kind = v.get("v8_type", "unknown")
+    err = f": {v['error']}" if v.get("error") else ""
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*_TYPE", kind):
+        where = f" {v['address']}" if v.get("address") else ""
+        return f"<{class_of(kind)}{where}{err}>"
+    where = f" {v['address']}" if v.get("address") else ""
+    return f"<{kind}{err}>{where}"
 
 
 def _function(v: dict) -> str:

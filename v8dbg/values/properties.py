@@ -291,16 +291,25 @@ class Properties(ValuesBase):
                    for p in self.own_properties(v, 64))
 
     def _proto_tag(self, v: int) -> int | None:
-        """Symbol.toStringTag from the first prototype (how util shows Generator objects)."""
+        """Symbol.toStringTag as util.inspect reads it (`value[Symbol.toStringTag]`):
+        the first found on the object or up its prototype chain. None where the
+        object's own is enumerable (util prints it as a property instead) or the
+        first found is a getter (never called here)."""
+        o: int | None = v
         try:
-            proto = self.fld(self.h.map_of(v), "Map", "prototype")
-            for _ in range(2):
-                if not self.h.is_heap(proto) or self.h.oddball_name(proto) is not None:
+            for _ in range(MAX_CHAIN):
+                if o is None:
                     return None
-                tag = self.own_data_property(proto, symbol_desc="Symbol.toStringTag")
-                if tag is not None:
-                    return tag
-                proto = self.fld(self.h.map_of(proto), "Map", "prototype")
+                for p in self.own_properties(o, 1024):
+                    if self.is_symbol(p.key) and \
+                            self.symbol_description(p.key) == "Symbol.toStringTag":
+                        if p.accessor or (o == v and p.enumerable):
+                            return None
+                        return p.value
+                proto = self.fld(self.h.map_of(o), "Map", "prototype")
+                o = proto if self.h.is_heap(proto) and self.h.oddball_name(proto) is None \
+                    else None
         except (DecodeError, TargetMemoryError):
             return None
+        return None
         return None

@@ -173,11 +173,14 @@ def _findjsrefs(p: argparse.ArgumentParser):
         refs = RefFinder(prog, iso.heap).refs(target)
         data = {"target": hexaddr(target),
                 "refs": [{"holder": hexaddr(r.holder), "holder_type": r.holder_type,
-                          "constructor": r.constructor, "via": r.via} for r in refs],
+                          "constructor": r.constructor, "via": r.via,
+                          **({"name": r.name} if r.name is not None else {})} for r in refs],
                 "isolate": iso.to_json()}
         lines = []
         for r in refs:
             who = r.constructor or r.holder_type
+            if r.name is not None:  # as util.inspect names a function
+                who = f"[{who}: {r.name}]" if r.name else f"[{who} (anonymous)]"
             lines.append(f"{hexaddr(r.holder)} {r.holder_type:8} {who} {r.via}")
         lines.append(f"{len(refs)} references to {hexaddr(target)}")
         lines.append(_where(prog, iso))

@@ -45,11 +45,20 @@ def field_name(h: Heap, holder: int, itype: int, slot: int) -> str | None:
     return name
 
 
-def holder_kind(h: Heap, itype: int) -> str:
-    """The contract's holder_type for a holder that is no plain object."""
-    t = h.type_name(itype)
+# A holder's kind in the words of the VALUE `type` jsprint --json gives it.
+_KINDS = {"JS_ARRAY_TYPE": "array", "JS_MAP_TYPE": "map", "JS_SET_TYPE": "set",
+          "JS_WEAK_MAP_TYPE": "map", "JS_WEAK_SET_TYPE": "set", "JS_REG_EXP_TYPE": "regexp",
+          "JS_DATE_TYPE": "date", "JS_ERROR_TYPE": "error", "JS_PROMISE_TYPE": "promise",
+          "JS_PROXY_TYPE": "proxy", "JS_PRIMITIVE_WRAPPER_TYPE": "boxed",
+          "JS_ARRAY_BUFFER_TYPE": "arraybuffer", "JS_TYPED_ARRAY_TYPE": "typedarray",
+          "JS_DATA_VIEW_TYPE": "typedarray", "JS_RAB_GSAB_DATA_VIEW_TYPE": "typedarray"}
+
+
+def holder_kind(h: Heap, itype: int, closure: bool = False) -> str:
+    """The contract's holder_type for a JS holder: `function` for every closure
+    (bound ones too), else the VALUE type of the holder (`object` for the rest)."""
     if h.is_string_type(itype):
         return "string"
-    if "FUNCTION" in t:
+    if closure:
         return "function"
-    return t.removesuffix("_TYPE").lower()
+    return _KINDS.get(h.type_name(itype), "object")

@@ -33,6 +33,7 @@ class Ref:
     holder_type: str
     constructor: str | None
     via: str
+    name: str | None = None  # a function holder's name (`fn.name`, or the one V8 inferred)
 
 
 class RefFinder:
@@ -134,15 +135,19 @@ class RefFinder:
         except (DecodeError, TargetMemoryError):
             return None
 
+    def _ref(self, obj: int, t: int, via: str) -> Ref:
+        """A reference from JS object obj (of instance type t), a function named."""
+        closure = self.sh.is_closure_type(t)
+        name = self.v.callable_name(obj) if closure else None
+        return Ref(obj, refedges.holder_kind(self.h, t, closure), self._ctor(obj), via, name)
+
     def _from_receiver(self, obj: int, t: int, target: int, slot: int) -> list[Ref]:
-        kind = "function" if self.sh.is_closure_type(t) else \
-            "array" if t == self.t.get("JS_ARRAY_TYPE") else "object"
         for pr in self._props(obj):
             if pr.value == target and not pr.accessor:
-                return [Ref(obj, kind, self._ctor(obj), self.v.key_text(pr.key, 200) or "?")]
+                return [self._ref(obj, t, self.v.key_text(pr.key, 200) or "?")]
         off = slot - (obj - 1)
         via = refedges.field_name(self.h, obj, t, slot) or f"<internal slot +{off}>"
-        return [Ref(obj, kind, self._ctor(obj), via)]
+        return [self._ref(obj, t, via)]
 
     def _props(self, obj: int):
         try:
@@ -178,25 +183,23 @@ class RefFinder:
             name = self.h.type_name(ot)
             if t in (om, os_) and name in ("JS_MAP_TYPE", "JS_SET_TYPE"):
                 kind = "map" if name == "JS_MAP_TYPE" else "set"
-                out.append(Ref(owner, kind, self._ctor(owner), self._table_via(arr, index, kind)))
+                out.append(self._ref(owner, ot, self._table_via(arr, index, kind)))
                 continue
             elems = self.h.field(owner, "JSObject", "elements")
             props = self.h.field(owner, "JSReceiver", "raw_properties_or_hash")
             named = refedges.field_name(self.h, owner, ot, _s)
             if named and named not in ("elements", "raw_properties_or_hash"):
                 # An array one field of the owner holds (a bound function's arguments).
-                kind = refedges.holder_kind(self.h, ot)
-                out.append(Ref(owner, kind, self._ctor(owner), f"{named}[{index}]"))
+                out.append(self._ref(owner, ot, f"{named}[{index}]"))
             elif elems == arr:
-                kind = "array" if name == "JS_ARRAY_TYPE" else "object"
-                out.append(Ref(owner, kind, self._ctor(owner), self._element_via(arr, t, index)))
+                out.append(self._ref(owner, ot, self._element_via(arr, t, index)))
             elif props == arr:
                 via = "?"
                 for pr in self._props(owner):
                     if pr.value == target and not pr.accessor:
                         via = self.v.key_text(pr.key, 200) or "?"
                         break
-                out.append(Ref(owner, "object", self._ctor(owner), via))
+                out.append(self._ref(owner, ot, via))
         return out
 
     def _element_via(self, arr: int, t: int, index: int) -> str:

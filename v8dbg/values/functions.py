@@ -81,10 +81,11 @@ class FunctionValues(ValuesBase):
             return None
         return None
 
-    def _bound(self, v: int, level: int, walk: _Walk) -> Value:
-        target = self.fld(v, "JSBoundFunction", "bound_target_function")
-        # JavaScript's name: "bound " per level of binding, then the target's own name.
-        prefix, name, t = "bound ", "", target
+    def bound_name(self, v: int) -> str:
+        """A bound function's JavaScript name: "bound " per level of binding,
+        then the target's own name."""
+        prefix, name = "bound ", ""
+        t = self.fld(v, "JSBoundFunction", "bound_target_function")
         for _ in range(8):
             if self.h.is_heap(t) and self.h.is_type(t, "JS_BOUND_FUNCTION_TYPE"):
                 prefix += "bound "
@@ -96,7 +97,23 @@ class FunctionValues(ValuesBase):
                 except (DecodeError, TargetMemoryError):
                     name = ""
             break
-        out: Value = {"type": "bound_function", "name": prefix + name}
+        return prefix + name
+
+    def callable_name(self, fn: int) -> str | None:
+        """The name of a function (V8's inferred one for an anonymous function)
+        or of a bound function; None for other callables."""
+        try:
+            if self.f.is_function(fn):
+                return self.function_name(fn)
+            if self.h.is_type(fn, "JS_BOUND_FUNCTION_TYPE"):
+                return self.bound_name(fn)
+        except (DecodeError, TargetMemoryError):
+            pass
+        return None
+
+    def _bound(self, v: int, level: int, walk: _Walk) -> Value:
+        target = self.fld(v, "JSBoundFunction", "bound_target_function")
+        out: Value = {"type": "bound_function", "name": self.bound_name(v)}
         if level > walk.opts.depth:
             out["truncated"] = True
             return out

@@ -80,6 +80,14 @@ def _summary(dec: StackDecoder, v: int | None) -> dict:
     return preview.summarize(dec.prog.values, v)
 
 
+def _receiver_text(value: dict) -> str:
+    """A frame's `this`; the global object (a sloppy call's receiver) only named,
+    as its hundreds of members would fill the listing (JSON keeps them)."""
+    if value.get("global_proxy"):
+        return "<global>"
+    return preview.text(value)
+
+
 def frame_text(fj: dict, verbose: bool) -> str:
     idx = f"#{fj['index']:<3}"
     pc = f"{int(fj['pc'], 16):#018x}"
@@ -106,7 +114,7 @@ def frame_text(fj: dict, verbose: bool) -> str:
     if verbose and fj.get("optimized_out"):
         return "\n".join([line, "       this: optimized out", "       args: optimized out"])
     if verbose and "args" in fj:
-        lines = [line, f"       this: {preview.text(fj['this'])}"]
+        lines = [line, f"       this: {_receiver_text(fj['this'])}"]
         for i, a in enumerate(fj["args"]):
             lines.append(f"       arg{i}: {preview.text(a)}")
         return "\n".join(lines)

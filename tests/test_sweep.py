@@ -22,7 +22,8 @@ from support import ROOT, SWEEP, fetch_node, json_line, make_core, run_cli
 from test_census import CLASSES, core_dir, snapshot_counts
 from test_stack import TIERS, compare, tier_flags
 import test_values
-from test_values import _check_closures, _check_outputs, _closure_cmds, _commands, _sess, zoo
+from test_values import (_check_closures, _check_outputs, _closure_cmds, _commands, _internals,
+                         _sess, zoo)
 
 
 _pool = ThreadPoolExecutor(max_workers=3)
@@ -140,8 +141,9 @@ def test_sweep_values(version: str) -> None:
     assert not bad, "\n".join(bad)
     st = json_line(sess.run("jsstack", ["--json", "-a"])[0])
     frame = [f["index"] for f in st["frames"] if f.get("function") == "zoo"][0]
-    cmds = _closure_cmds(truth, args, frame)
-    _check_closures(truth, [sess.run(c.split()[0], c.split()[1:])[0] for c in cmds], False)
+    inner = _internals(version)
+    cmds = _closure_cmds(truth, args, frame, inner)
+    _check_closures(truth, inner, [sess.run(c.split()[0], c.split()[1:])[0] for c in cmds], False)
     big = _commands([args[truth["names"].index("bigclosure")]])[0].split()[-1]
     doc = json_line(sess.run("jsclosure", ["--json", big])[0])
     got = {v["name"]: v["value"].get("value") for v in doc["variables"]}

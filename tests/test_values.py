@@ -255,7 +255,23 @@ def _zoo_frame(version: str) -> int:
     return [f["index"] for f in st["frames"] if f.get("function") == "zoo"][0]
 
 
-def _closure_cmds(truth: dict, args: list, frame: int) -> list[str]:
+@lru_cache(maxsize=None)
+def _internals(version: str) -> dict[str, str]:
+    """Addresses of V8-internal objects behind zoo values, read in-process:
+    deepFn's context (from jsclosure) and the regexp's source string."""
+    d, truth, args = zoo(version)
+    sess = _sess(version, d / "core")
+    deep = _addr(args[truth["names"].index("deepclosure")])
+    text = sess.run("jsclosure", [deep])[0]
+    ctx = re.search(r"^  context (0x[0-9a-f]+):", text, re.M)
+    assert ctx, text
+    prog = sess.program()
+    rx = int(_addr(args[truth["names"].index("regexp")]), 16)
+    src = prog.mem.u64(rx - 1 + prog.md.off("JSRegExp", "source"))
+    return {"deep": deep, "context": ctx.group(1), "regexp": hex(rx), "source": hex(src)}
+
+
+def _closure_cmds(truth: dict, args: list, frame: int, inner: dict[str, str]) -> list[str]:
     names = truth["names"]
     c = _addr(args[names.index("closure")])
     n = _addr(args[names.index("nested")])
@@ -265,10 +281,15 @@ def _closure_cmds(truth: dict, args: list, frame: int) -> list[str]:
     return [f"jsclosure --json {c}", f"jsclosure --json {n}", f"jssource {c}",
             f"jssource -n 1 {cl}", f"jsconstructor {w}", f"jsconstructor {g}",
             f"jssource --json {c}", "jsprint --json 0x11", f"jsframe --json {frame}",
+            f"jsclosure {inner['deep']}", f"jsclosure -d 2 {inner['deep']}",
+            f"jsframe -v {frame}", f"jsframe {frame}",
+            f"jsprint {inner['context']}", f"jsprint --json {inner['context']}",
+            f"findjsrefs {inner['context']}", f"findjsrefs --json {inner['context']}",
+            f"findjsrefs --json {inner['source']}",
             f"jsclosure {w}", "jsprint 0x9"]
 
 
-def _check_closures(truth: dict, outs: list[str], lldb: bool) -> None:
+def _check_closures(truth: dict, inner: dict[str, str], outs: list[str], lldb: bool) -> None:
     c = json_line(outs[0])
     assert c["function"] == "counter"
     got = {v["name"]: v["value"] for v in c["variables"]}
@@ -294,23 +315,62 @@ def _check_closures(truth: dict, outs: list[str], lldb: bool) -> None:
     assert fj["function"] == "zoo"
     names = [c["name"] for c in fj["closure"]]
     assert "ZOO" in names and "truth" in names
+    _check_internals(truth, inner, outs[9:18])
     # Error lines; lldb's batch mode stops at the first failing command.
-    assert "v8dbg: jsclosure:" in outs[9] and "not a JavaScript function" in outs[9]
+    assert "v8dbg: jsclosure:" in outs[18] and "not a JavaScript function" in outs[18]
     if not lldb:
-        assert "v8dbg: jsprint: 0x9 is too low to be a V8 heap pointer" in outs[10]
+        assert "v8dbg: jsprint: 0x9 is too low to be a V8 heap pointer" in outs[19]
+
+
+def _one_line(text: str, start: str) -> str:
+    """The value after `start` in a listing, its continuation lines joined."""
+    lines = text.splitlines()
+    at = [i for i, line in enumerate(lines) if line.startswith(start)]
+    assert at, (start, text[:2000])
+    out = [lines[at[0]][len(start):]]
+    for line in lines[at[0] + 1:]:
+        if re.match(r"^\s*(closure |context |this:|arg\d+:|#\d)", line) or not line.startswith(" "):
+            break
+        out.append(line.strip())
+    return " ".join(out)
+
+
+def _check_internals(truth: dict, inner: dict[str, str], outs: list[str]) -> None:
+    """Closure variables as util.inspect shows them at each depth; V8's type
+    names; function holders named; RegExp holders in the VALUE's words."""
+    t = {v["name"]: v for v in truth["values"]}["deepclosure"]
+    deep2, deep0 = t["closureInspect"], t["closureInspect0"]
+    assert _one_line(outs[0], "    cfg: ") == deep0
+    assert _one_line(outs[1], "    cfg: ") == deep2
+    assert _one_line(outs[2], "       closure DEEP: ") == deep2  # jsframe -v: util's default depth
+    assert _one_line(outs[3], "       closure DEEP: ") == deep0
+    # A function's context, by V8's name for its type (not a number).
+    assert outs[4].strip().splitlines()[-1] == f"<FunctionContext {inner['context']}>"
+    assert json_line(outs[5]) == {"type": "other", "v8_type": "FUNCTION_CONTEXT_TYPE",
+                                  "address": inner["context"]}
+    # The context's holder is deepFn itself, named as util.inspect names it.
+    assert f"{inner['deep']} function [Function: deepFn] context" in outs[6], outs[6]
+    refs = json_line(outs[7])["refs"]
+    assert {"holder": inner["deep"], "holder_type": "function", "constructor": "Function",
+            "via": "context", "name": t["fname"]} in refs, refs
+    refs = json_line(outs[8])["refs"]
+    assert any(r["holder"] == inner["regexp"] and r["holder_type"] == "regexp"
+               for r in refs), refs
+    assert not any(r["holder_type"].startswith("js_") for r in refs), refs
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_closure_source_constructor(version: str, frontend: str) -> None:
     d, truth, args = zoo(version)
-    cmds = _closure_cmds(truth, args, _zoo_frame(version))
+    inner = _internals(version)
+    cmds = _closure_cmds(truth, args, _zoo_frame(version), inner)
     if frontend == "cli":
         sess = _sess(version, d / "core")
         outs = [sess.run(c.split()[0], c.split()[1:])[0] for c in cmds]
     else:
         outs = run(frontend, version, d / "core", cmds)
-    _check_closures(truth, outs, frontend == "lldb")
+    _check_closures(truth, inner, outs, frontend == "lldb")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -363,6 +423,65 @@ def test_live_process(version: str, debugger: str) -> None:
         t = node.cpu_time()
         time.sleep(0.5)
         assert node.cpu_time() > t
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_type_names_from_v8(version: str) -> None:
+    """V8's own names of its instance types (its ToString(InstanceType), read
+    from the binary) agree with every v8dbg_type_* symbol, name the ten
+    context types the metadata leaves unnamed in the order layouts.py derives
+    them for a stripped binary, and name every object of a real heap."""
+    sys.path.insert(0, str(ROOT))
+    from v8dbg.heap import census
+    from v8dbg.target.elf import ElfFile
+    from v8dbg.v8 import layouts, metadata, typenames
+    binary = ElfFile(str(node_binary(version)))
+    names = typenames.read(binary, binary.symbols_matching(typenames.SYMBOL_PATTERN))
+    raw = metadata._scan(binary)[0]
+    symbols = {v: k.split("__")[-1] for k, v in sorted(raw.items())
+               if k.startswith("v8dbg_type_")}
+    by_number: dict[int, set[str]] = {}
+    for k, v in raw.items():
+        if k.startswith("v8dbg_type_"):
+            by_number.setdefault(v, set()).add(k.split("__")[-1])
+    assert len(symbols) > 150
+    # One number may carry two class names (DependentCode is a WeakArrayList).
+    wrong = {n: (by_number[n], names.get(n)) for n in symbols if names.get(n) not in by_number[n]}
+    assert not wrong, wrong
+    assert len(names) > len(symbols) + 40
+    md = metadata.load(binary)
+    first, last = md.consts["FirstContextType"], md.consts["LastContextType"]
+    assert [names[t] for t in range(first, last + 1)] == [
+        f"{k}_CONTEXT_TYPE" for k in ("AWAIT", "BLOCK", "CATCH", "DEBUG_EVALUATE", "EVAL",
+                                      "FUNCTION", "MODULE", "NATIVE", "SCRIPT", "WITH")]
+    for name, (anchor, delta) in layouts._DERIVED_TYPES.items():
+        base = md.types.get(anchor, md.consts.get(anchor))
+        if base is not None and name in names.values():
+            assert names.get(base + delta) == name, (name, base + delta, names.get(base + delta))
+    # Every object on a real heap has a name.
+    d, _truth, _args = zoo(version)
+    prog = _sess(version, d / "core").program()
+    seen = set()
+    for p in census.scan(prog).pages:
+        for _a, m, _s in census.object_starts(prog, p):
+            seen.add(prog.heap.map_type(m))
+    unnamed = sorted(t for t in seen if t not in md.type_names)
+    assert not unnamed, unnamed
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_global_receiver_named(version: str, frontend: str) -> None:
+    """`jsstack -v` names the global object as `this` (a script's top level run
+    by vm.runInThisContext) instead of listing its members; JSON keeps it."""
+    d = make_core(version, "apiframes.js")
+    text, doc = run(frontend, version, d / "core", ["jsstack -v", "jsstack -v --json"])
+    fr = [f for f in json_line(doc)["frames"] if f.get("script") == "evalmachine.<anonymous>"]
+    assert fr and fr[0]["this"]["global_proxy"] and fr[0]["this"]["constructor"] == "Object"
+    lines = text.splitlines()
+    at = [i for i, line in enumerate(lines) if "(anonymous) at evalmachine.<anonymous>:1:1" in line]
+    assert at and lines[at[0] + 1] == "       this: <global>", lines[at[0]:at[0] + 3]
+    assert not any("Object [global]" in line for line in lines)
 
 
 def test_text_rendering() -> None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..errors import V8DbgError
 from ..program import Program
 from ..stack.byframe import FrameAt, FrameIndex, caller_of
+from ..stack.frames import Frame
 from ..target.backend import Registers, ThreadInfo
 from .base import Session
 
 
-def frame_label(fr) -> str | None:
+def frame_label(fr: Frame) -> str | None:
     """A frame as `bt` names it: a JS frame as `function (script:line:column) [tier]`,
     a V8-internal one as `<FrameType> builtin`; None for a native frame."""
     if fr.kind == "js":
@@ -58,10 +58,7 @@ class BtFrames:
             return None
         try:
             return self.session.program()
-        except (V8DbgError, OSError, ValueError):
-            self._not_v8 = k
-            return None
-        except Exception:  # never break the debugger's own backtrace
+        except Exception:  # not node (V8DbgError), or unreadable: the debugger's own bt
             self._not_v8 = k
             return None
 

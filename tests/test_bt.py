@@ -98,8 +98,9 @@ def check(debugger: str, bt: str, stack_json: str, expected: str, top: str = "di
 def test_bt_on_core(debugger, version, cores):
     d = cores[version]
     runner = run_gdb if debugger == "gdb" else run_lldb
-    bt, stack, off, bt_off, on, bt_on = runner(
-        version, ["bt", "jsstack --json", "v8dbg bt off", "bt", "v8dbg bt on", "bt"],
+    move = ["frame 12", "up", "info frame"] if debugger == "gdb" else ["frame select 12", "up"]
+    bt, stack, off, bt_off, on, bt_on, *moved = runner(
+        version, ["bt", "jsstack --json", "v8dbg bt off", "bt", "v8dbg bt on", "bt", *move],
         core=d / "core")
     expected = (d / "expected-stack.txt").read_text()
     check(debugger, bt, stack, expected)
@@ -110,6 +111,27 @@ def test_bt_on_core(debugger, version, cores):
     assert off.endswith("off") and on.endswith("on"), (off, on)
     assert not js_frames(frame_lines(debugger, bt_off)), bt_off
     assert bt_on == bt
+    # Selecting frames moves through JS frames as bt numbers them.
+    pcs = levels(debugger, bt)
+    for level, out in ((12, moved[0]), (13, moved[1])):
+        got = levels(debugger, out)
+        assert list(got) == [level] and got[level][0] == pcs[level][0], (level, out)
+        if debugger == "lldb":
+            assert got[level][1] == pcs[level][1], (out, pcs[level])
+    if debugger == "gdb":
+        assert f"saved rip = {pcs[14][0]}" in moved[2], moved[2]
+
+
+def levels(debugger: str, text: str) -> dict[int, tuple[str, str]]:
+    """(pc, the rest of the line) of each numbered frame line (the first, where
+    an inlined frame repeats the number), pcs without leading zeros."""
+    out: dict[int, tuple[str, str]] = {}
+    rx = GDB_LINE if debugger == "gdb" else LLDB_LINE
+    for line in text.splitlines():
+        m = rx.match(line)
+        if m and m.group("level") is not None and m.group("pc"):
+            out.setdefault(int(m.group("level")), (hex(int(m.group("pc"), 16)), m.group("rest")))
+    return out
 
 
 @pytest.mark.parametrize("debugger", DEBUGGERS)

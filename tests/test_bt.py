@@ -1,7 +1,8 @@
 """The debugger's own `bt` with v8dbg loaded, against jsstack and V8's Error().stack.
 
 On every pinned line, in gdb and in lldb, on a core (stack.js optimized with
-TurboFan: interpreted, baseline, builtin, TurboFan and inlined frames) and on
+TurboFan: interpreted, baseline, builtin, TurboFan and inlined frames; with
+Maglev too where node ships it) and on
 a live process: `bt` names every JS frame with the function and position
 jsstack gives it, and those are V8's own; no frame is `??` or a bare address;
 gdb's `bt` goes on to the bottom of the stack (`_start`, after
@@ -28,10 +29,15 @@ GDB_LINE = re.compile(r"^(?:#(?P<level>\d+)\s+)?(?:(?P<pc>0x[0-9a-f]+) in )?(?P<
 LLDB_LINE = re.compile(r"^\s*\*?\s*frame #(?P<level>\d+): (?P<pc>0x[0-9a-f]+)(?P<rest>.*)$")
 
 
+# TurboFan on every line (its core also has interpreted, baseline and builtin
+# frames), Maglev where node ships it.
+CASES = [(v, t) for v in VERSIONS for t in ("turbofan", "maglev") if tier_flags(v, t)]
+
+
 @pytest.fixture(scope="module")
 def cores():
-    return {v: make_core(v, "stack.js", tier_flags(v, "turbofan"), {"V8DBG_TIER": "turbofan"})
-            for v in VERSIONS}
+    return {(v, t): make_core(v, "stack.js", tier_flags(v, t), {"V8DBG_TIER": t})
+            for v, t in CASES}
 
 
 def frame_lines(debugger: str, text: str) -> list[tuple[str, str]]:
@@ -94,9 +100,9 @@ def check(debugger: str, bt: str, stack_json: str, expected: str, top: str = "di
 
 
 @pytest.mark.parametrize("debugger", DEBUGGERS)
-@pytest.mark.parametrize("version", VERSIONS)
-def test_bt_on_core(debugger, version, cores):
-    d = cores[version]
+@pytest.mark.parametrize("version,tier", CASES)
+def test_bt_on_core(debugger, version, tier, cores):
+    d = cores[(version, tier)]
     runner = run_gdb if debugger == "gdb" else run_lldb
     move = ["frame 12", "up", "info frame"] if debugger == "gdb" else ["frame select 12", "up"]
     bt, stack, off, bt_off, on, bt_on, *moved = runner(
@@ -106,8 +112,8 @@ def test_bt_on_core(debugger, version, cores):
     check(debugger, bt, stack, expected)
     doc = json_line(stack)
     assert any(f["kind"] == "js" and f["inlined"] for f in doc["frames"])
-    assert {"interpreted", "turbofan", "builtin"} <= {f["tier"] for f in doc["frames"]
-                                                       if f["kind"] == "js"}
+    assert {"interpreted", tier, "builtin"} <= {f["tier"] for f in doc["frames"]
+                                                 if f["kind"] == "js"}
     assert off.endswith("off") and on.endswith("on"), (off, on)
     assert not js_frames(frame_lines(debugger, bt_off)), bt_off
     assert bt_on == bt

@@ -11,7 +11,9 @@ import os
 import gdb  # type: ignore[import-not-found]
 
 from .commands import Command, Session, load_all
+from .commands.btframes import BtFrames
 from .errors import TargetMemoryError, V8DbgError
+from .gdb_bt import Hooks
 from .target.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps
 from .target.corefile import binary_named_by, core_process_name, readable_regions
 
@@ -293,7 +295,41 @@ def _make(cmd: Command) -> gdb.Command:
     return made
 
 
+def _target_key():
+    inf = gdb.selected_inferior()
+    return (inf.num, inf.pid, _generation[0])
+
+
+BT = Hooks(BtFrames(SESSION, _target_key))
+
+
+class _Bt(gdb.Command):
+    """Whether gdb's own `bt` shows JavaScript frames: v8dbg bt on|off.
+
+With v8dbg loaded (on), gdb unwinds through V8's frames as jsstack does and
+`bt` names each JS frame `function (script:line:column) [tier]`; off removes
+v8dbg's unwinder and frame filter, leaving gdb's own backtrace."""
+
+    def __init__(self) -> None:
+        super().__init__("v8dbg bt", gdb.COMMAND_STACK)
+
+    def invoke(self, argument: str, from_tty: bool) -> None:
+        word = argument.strip()
+        if word == "on":
+            BT.install()
+        elif word == "off":
+            BT.remove()
+        elif word:
+            raise gdb.GdbError(f"v8dbg: bt takes on or off, not '{word}'")
+        gdb.write(f"JavaScript frames in gdb's bt: {'on' if BT.installed else 'off'}\n")
+
+    def complete(self, text: str, word: str | None):
+        return [w for w in ("on", "off") if w.startswith(text.strip())]
+
+
 _Prefix()
 for _c in load_all().values():
     if _c.name != "v8dbg":
         _make(_c)
+_Bt()
+BT.install()

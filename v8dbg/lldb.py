@@ -14,7 +14,9 @@ import struct
 
 import lldb  # type: ignore[import-not-found]
 
+from . import lldb_bt
 from .commands import Session, load_all
+from .commands.btframes import BtFrames
 from .errors import TargetMemoryError, V8DbgError
 from .interrupt import set_interrupt_check
 from .target.backend import Registers, ThreadInfo, proc_maps
@@ -304,6 +306,32 @@ SESSION = Session(_factory, evaluate=_evaluate,
                             "--core CORE`, or `lldb -p PID`)")
 
 
+def _target_key():
+    t = _target()
+    p = t.GetProcess()
+    return (t.GetExecutable().fullpath, p.GetProcessID(), p.GetStopID(), t.GetNumModules())
+
+
+lldb_bt.use(BtFrames(SESSION, _target_key))
+
+
+def _bt(debugger, argv: list[str], result) -> None:
+    """`v8dbg bt [on|off]`: JavaScript names in lldb's own backtrace."""
+    word = argv[0] if argv else ""
+    if word == "on":
+        msg = lldb_bt.install(debugger)
+        if msg:
+            result.SetError(msg)
+            return
+    elif word == "off":
+        lldb_bt.remove(debugger)
+    elif word:
+        result.SetError(f"v8dbg: bt takes on or off, not '{word}'")
+        return
+    state = "on" if lldb_bt.installed(debugger) else "off"
+    result.AppendMessage(f"JavaScript frames in lldb's bt: {state}")
+
+
 def _interrupt_check(debugger):
     """Ctrl-C in lldb sets a flag on the command interpreter (lldb 17 and later
     also on the debugger); Python code is not interrupted, so scans ask."""
@@ -331,6 +359,9 @@ class _Command:
             argv = shlex.split(command)
         except ValueError:
             argv = command.split()
+        if self.name == "v8dbg" and argv[:1] == ["bt"]:
+            _bt(debugger, argv[1:], result)
+            return
         set_interrupt_check(_interrupt_check(debugger))
         try:
             text, ok = SESSION.run(self.name, argv)
@@ -361,3 +392,6 @@ def __lldb_init_module(debugger, internal_dict) -> None:
         cls = type(f"Cmd_{name}", (_Command,), {"name": name})
         globals()[cls.__name__] = cls
         debugger.HandleCommand(f"command script add -o -c {mod}.{cls.__name__} {name}")
+    msg = lldb_bt.install(debugger)
+    if msg:
+        print(msg)

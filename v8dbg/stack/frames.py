@@ -19,6 +19,7 @@ from ..target.backend import Registers, ThreadInfo
 from ..target.unwind import MachineFrame, walk
 from ..v8.builtins import UNNAMED as UNNAMED_BUILTIN
 from . import segments
+from .byframe import FrameIndex
 from .jit import JitFrames
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class Frame:
     constructor: bool = False  # called with `new`
     optimized_out: bool = False  # receiver and arguments not kept (an inlined frame)
     lazy_deopt: bool = False  # its code is marked for deoptimization on return
+    depth: int = 0  # which machine frame of the thread's walk it belongs to
 
 
 class StackDecoder:
@@ -91,6 +93,9 @@ class StackDecoder:
         self.recoveries: dict[int, segments.Recovery | None] = {}
         # Every isolate's thread state (segments.thread_tops), read once.
         self.thread_tops: list[segments.ThreadTop] | None = None
+        # The machine frames of the last decode, and of each thread decoded.
+        self.machine: list[MachineFrame] = []
+        self._indexes: dict[int, FrameIndex] = {}
 
     # -- classification --------------------------------------------------
 
@@ -115,15 +120,27 @@ class StackDecoder:
         frames = self.decode(thread.regs)
         self._threads[key] = frames
         self.recoveries[thread.tid] = self.recovery
+        if not debug:
+            self._indexes[thread.tid] = FrameIndex(self.machine, frames)
         return frames
+
+    def index_of(self, thread: ThreadInfo) -> FrameIndex:
+        """A thread's frames by machine frame, for a debugger asking about one
+        of its own frames at a time (decoded once per target state)."""
+        if thread.tid not in self._indexes:
+            self.frames_of(thread)
+        return self._indexes[thread.tid]
 
     def decode(self, regs: Registers, limit: int = 4096) -> list[Frame]:
         machine = walk(self.prog, regs, limit)
         # JS segments the native walk missed come from V8's thread state.
         machine, self.recovery = segments.complete(self.prog, regs, machine, limit)
+        self.machine = machine
         out: list[Frame] = []
         for depth, mf in enumerate(machine):
-            out.extend(self._decode_one(mf, len(out), depth > 0 and not mf.interrupted))
+            for fr in self._decode_one(mf, len(out), depth > 0 and not mf.interrupted):
+                fr.depth = depth
+                out.append(fr)
         for i, fr in enumerate(out):
             fr.index = i
             # A construct call leaves a construct frame just below the callee.

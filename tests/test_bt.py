@@ -1,0 +1,178 @@
+"""The debugger's own `bt` with v8dbg loaded, against jsstack and V8's Error().stack.
+
+On every pinned line, in gdb and in lldb, on a core (stack.js optimized with
+TurboFan: interpreted, baseline, builtin, TurboFan and inlined frames; with
+Maglev too where node ships it) and on
+a live process: `bt` names every JS frame with the function and position
+jsstack gives it, and those are V8's own; no frame is `??` or a bare address;
+gdb's `bt` goes on to the bottom of the stack (`_start`, after
+`__libc_start_call_main`, which called node's `main`). `v8dbg bt off` gives
+the debugger's own backtrace back, and `v8dbg bt on` v8dbg's; on a process
+without V8, `bt` is the debugger's own.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+import pytest
+
+from support import (GDB, LLDB, ROOT, VERSIONS, LiveNode, json_line, make_core, run_gdb,
+                     run_lldb)
+from test_stack import compare, tier_flags
+
+DEBUGGERS = ["gdb", "lldb"]
+LABEL = re.compile(r"^(?P<name>.*?) \((?P<where>[^()]*)\) \[(?P<tier>[a-z]+)(?P<inl> inlined)?\]")
+GDB_LINE = re.compile(r"^(?:#(?P<level>\d+)\s+)?(?:(?P<pc>0x[0-9a-f]+) in )?(?P<rest>.*)$")
+LLDB_LINE = re.compile(r"^\s*\*?\s*frame #(?P<level>\d+): (?P<pc>0x[0-9a-f]+)(?P<rest>.*)$")
+
+
+# TurboFan on every line (its core also has interpreted, baseline and builtin
+# frames), Maglev where node ships it.
+CASES = [(v, t) for v in VERSIONS for t in ("turbofan", "maglev") if tier_flags(v, t)]
+
+
+@pytest.fixture(scope="module")
+def cores():
+    return {(v, t): make_core(v, "stack.js", tier_flags(v, t), {"V8DBG_TIER": t})
+            for v, t in CASES}
+
+
+def frame_lines(debugger: str, text: str) -> list[tuple[str, str]]:
+    """(pc, what follows it) for each frame line of a backtrace."""
+    out = []
+    for line in text.splitlines():
+        if debugger == "gdb":
+            if not re.match(r"^(#\d+\s+)?0x[0-9a-f]+ in |^#\d+\s+\S", line):
+                continue
+            m = GDB_LINE.match(line)
+            rest = m.group("rest")
+            rest = rest[:-3] if rest.endswith(" ()") else rest
+            out.append((m.group("pc") or "", rest))
+        else:
+            m = LLDB_LINE.match(line)
+            if m:
+                out.append((m.group("pc"), m.group("rest").strip()))
+    return out
+
+
+def js_frames(lines: list[tuple[str, str]]) -> list[dict]:
+    """The JS frames a backtrace names, as jsstack's JSON has them."""
+    out = []
+    for _, rest in lines:
+        m = LABEL.match(rest)
+        if not m:
+            continue
+        name, where = m.group("name"), m.group("where")
+        ctor = name.startswith("new ")
+        fr = {"kind": "js", "function": name[4:] if ctor else name, "tier": m.group("tier"),
+              "inlined": bool(m.group("inl")), "script": None, "line": None, "column": None}
+        pos = re.match(r"^(.*):(\d+):(\d+)$", where)
+        if pos:
+            fr.update(script=pos.group(1), line=int(pos.group(2)), column=int(pos.group(3)))
+        elif where not in ("<builtin>", "<unknown>"):
+            fr["script"] = where
+        if name == "(anonymous)":
+            fr["function"] = ""
+        if ctor:
+            fr["constructor"] = True
+        out.append(fr)
+    return out
+
+
+def check(debugger: str, bt: str, stack_json: str, expected: str, top: str = "die") -> None:
+    lines = frame_lines(debugger, bt)
+    assert len(lines) > 20, bt
+    for pc, rest in lines:
+        assert rest and "??" not in rest, f"an unnamed frame in {debugger}'s bt:\n{bt}"
+    got = js_frames(lines)
+    doc = json_line(stack_json)
+    want = [f for f in doc["frames"] if f["kind"] == "js"]
+    keys = ("function", "script", "line", "column", "tier", "inlined")
+    assert [{k: f[k] for k in keys} for f in got] == [{k: f[k] for k in keys} for f in want], bt
+    assert [bool(f.get("constructor")) for f in got] == [bool(f.get("constructor")) for f in want]
+    compare({"frames": got}, expected, top)
+    if debugger == "gdb":
+        assert lines[-1][1].startswith("_start"), bt
+        assert any(r.startswith("__libc_start_call_main") for _, r in lines), bt
+
+
+@pytest.mark.parametrize("debugger", DEBUGGERS)
+@pytest.mark.parametrize("version,tier", CASES)
+def test_bt_on_core(debugger, version, tier, cores):
+    d = cores[(version, tier)]
+    runner = run_gdb if debugger == "gdb" else run_lldb
+    move = ["frame 12", "up", "info frame"] if debugger == "gdb" else ["frame select 12", "up"]
+    bt, stack, off, bt_off, on, bt_on, *moved = runner(
+        version, ["bt", "jsstack --json", "v8dbg bt off", "bt", "v8dbg bt on", "bt", *move],
+        core=d / "core")
+    expected = (d / "expected-stack.txt").read_text()
+    check(debugger, bt, stack, expected)
+    doc = json_line(stack)
+    assert any(f["kind"] == "js" and f["inlined"] for f in doc["frames"])
+    assert {"interpreted", tier, "builtin"} <= {f["tier"] for f in doc["frames"]
+                                                 if f["kind"] == "js"}
+    assert off.endswith("off") and on.endswith("on"), (off, on)
+    assert not js_frames(frame_lines(debugger, bt_off)), bt_off
+    assert bt_on == bt
+    # Selecting frames moves through JS frames as bt numbers them.
+    pcs = levels(debugger, bt)
+    for level, out in ((12, moved[0]), (13, moved[1])):
+        got = levels(debugger, out)
+        assert list(got) == [level] and got[level][0] == pcs[level][0], (level, out)
+        if debugger == "lldb":
+            assert got[level][1] == pcs[level][1], (out, pcs[level])
+    if debugger == "gdb":
+        assert f"saved rip = {pcs[14][0]}" in moved[2], moved[2]
+
+
+def levels(debugger: str, text: str) -> dict[int, tuple[str, str]]:
+    """(pc, the rest of the line) of each numbered frame line (the first, where
+    an inlined frame repeats the number), pcs without leading zeros."""
+    out: dict[int, tuple[str, str]] = {}
+    rx = GDB_LINE if debugger == "gdb" else LLDB_LINE
+    for line in text.splitlines():
+        m = rx.match(line)
+        if m and m.group("level") is not None and m.group("pc"):
+            out.setdefault(int(m.group("level")), (hex(int(m.group("pc"), 16)), m.group("rest")))
+    return out
+
+
+@pytest.mark.parametrize("debugger", DEBUGGERS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_bt_on_live_process(debugger, version):
+    """Attached while the process spins in JavaScript: frame 0 is JS itself."""
+    with LiveNode(version, "stack.js", ("--allow-natives-syntax",)) as node:
+        runner = run_gdb if debugger == "gdb" else run_lldb
+        bt, stack = runner(version, ["bt", "jsstack --json"], pid=node.pid)
+        check(debugger, bt, stack, (node.dir / "expected-stack.txt").read_text())
+        time.sleep(0.5)
+        assert node.alive()
+
+
+@pytest.mark.parametrize("debugger", DEBUGGERS)
+def test_bt_without_v8(debugger, tmp_path):
+    """A process that is not node: bt is the debugger's own, without a word from v8dbg."""
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        time.sleep(0.2)
+        if debugger == "gdb":
+            args = [GDB, "-nx", "-q", "-batch", "-ex", f"source {ROOT}/plugins/gdb/v8dbg.py",
+                    "-ex", "bt", "-p", str(proc.pid)]
+        else:
+            args = [LLDB, "--no-lldbinit", "-b", "-p", str(proc.pid),
+                    "-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py", "-o", "bt"]
+        t0 = time.monotonic()
+        p = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        secs = time.monotonic() - t0
+        out = p.stdout + p.stderr
+        assert "v8dbg:" not in out, out
+        assert "Traceback" not in out
+        assert re.search(r"(#\d+ .*|frame #\d+: .*)nanosleep", out), out
+        assert secs < 60
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()

@@ -45,7 +45,10 @@ class GdbBackend:
             return False
 
     def identity(self):
-        return (self.inferior.num, self.inferior.pid, _core_name(), _generation[0] if False else 0)
+        """Which target this is: the session builds a new Program when it changes.
+        That the same target ran since is not identity but `generation()`, on
+        which the Program forgets what it read (`Program.refresh`)."""
+        return (self.inferior.num, self.inferior.pid, _core_name())
 
     def read(self, address: int, size: int) -> bytes:
         try:

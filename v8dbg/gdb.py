@@ -14,6 +14,7 @@ from .commands import Command, Session, load_all
 from .errors import TargetMemoryError, V8DbgError
 from .target.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps
 from .target.corefile import binary_named_by, core_process_name, readable_regions
+from .target.disasm import Disassembly, Instruction
 
 _generation = [0]
 
@@ -147,6 +148,15 @@ class GdbBackend:
     def generation(self) -> int:
         return _generation[0]
 
+    def disassemble(self, address: int, data: bytes) -> Disassembly:
+        """gdb's own disassembler (it reads the same bytes from the inferior)."""
+        try:
+            rows = self.inferior.architecture().disassemble(address, address + len(data) - 1)
+        except (gdb.error, gdb.MemoryError) as e:
+            raise V8DbgError(f"gdb could not disassemble at {address:#x}: {e}") from None
+        return Disassembly("gdb", [Instruction(r["addr"], r["length"], r["asm"])
+                                   for r in rows if r["addr"] < address + len(data)])
+
 
 def _registers_of(thread):
     """Read a thread's frame-0 registers, keeping the user's selection."""
@@ -225,7 +235,7 @@ SESSION = Session(_factory, evaluate=_evaluate,
                   no_binary="no node binary: load it first (`file /path/to/node`, or start "
                             "gdb as `gdb /path/to/node CORE` or `gdb -p PID`)")
 
-_ADDRESS_COMMANDS = {"jsprint", "jsclosure", "jssource", "jsconstructor", "findjsrefs"}
+_ADDRESS_COMMANDS = {"jsprint", "jsclosure", "jssource", "jsconstructor", "findjsrefs", "jscode"}
 
 
 def _doc(cmd: Command) -> str:

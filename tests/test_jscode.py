@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from support import (FIXTURES, FRONTENDS, VERSIONS, core_program, json_line, make_core, run,
-                     run_cli)
+from support import (FIXTURES, FRONTENDS, VERSIONS, core_program, json_line, major, make_core,
+                     run, run_cli)
 from test_stack import tier_flags
 
 SOURCE = (FIXTURES / "stack.js").read_text().splitlines()
@@ -149,3 +149,77 @@ def test_bad_input(version, cores):
     for o in outs[:-1]:
         assert len(o.splitlines()) == 1 and o.startswith("v8dbg: jscode"), o
     assert "error" in json_line(outs[-1])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_function_address(version, cores):
+    """ADDR: a JSFunction's current code -- hot's TurboFan code where V8 keeps it on
+    the function (node 18-22); its bytecode, said so, where V8 keeps it in its
+    dispatch table (node 24 on); an interpreted function's bytecode."""
+    core = cores[version]
+    frames = stack(version, core)
+    hot, die = frame_of(frames, "hot"), frame_of(frames, "die")
+    outs = run_cli(version, core / "core", [f"jscode --json {hot['function_address']}",
+                                            f"jscode --json {die['function_address']}"])
+    doc, doc_die = json_line(outs[0], "jscode"), json_line(outs[1], "jscode")
+    assert doc["function"] == "hot" and doc["pc"] is None
+    check_bytes(version, core, doc)
+    if major(version) < 24:
+        assert doc["tier"] == "turbofan" and doc["disassembler"].startswith("capstone")
+        by_frame = json_line(run_cli(version, core / "core",
+                                     [f"jscode --json --frame {hot['index']}"])[0], "jscode")
+        assert doc["code"] == by_frame["code"] and doc["positions"] == by_frame["positions"]
+    else:
+        assert doc["tier"] == "bytecode" and any("dispatch table" in n for n in doc["notes"])
+        assert {p["line"] for p in doc["positions"]} <= lines_of("hot")
+    assert (doc_die["function"], doc_die["tier"]) == \
+        ("die", "interpreted" if major(version) < 24 else "bytecode")
+    check_bytes(version, core, doc_die)
+
+
+@pytest.fixture(scope="module")
+def baseline_cores():
+    return {v: make_core(v, "stack.js", tier_flags(v, "baseline"), {"V8DBG_TIER": "baseline"})
+            for v in VERSIONS}
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_baseline_frame(frontend, version, baseline_cores):
+    """Sparkplug code: positions from its pc -> bytecode map and the bytecode's
+    positions, each at an instruction start, the pc after the call marked."""
+    core = baseline_cores[version]
+    frames = json_line(run_cli(version, core / "core", ["jsstack -a --json"])[0])["frames"]
+    hot = frame_of(frames, "hot")
+    assert hot["tier"] == "baseline", hot
+    doc = json_line(run(frontend, version, core / "core",
+                        [f"jscode --frame {hot['index']} --json"])[0], "jscode")
+    assert (doc["function"], doc["tier"], doc["pc_address"]) == ("hot", "baseline", hot["pc"])
+    check_bytes(version, core, doc)
+    insns = doc["instructions"]
+    k = next(n for n, i in enumerate(insns) if i["offset"] == doc["pc"])
+    assert "call" in insns[k - 1]["text"], insns[k - 1]
+    starts = {i["offset"] for i in insns}
+    assert doc["positions"]
+    for p in doc["positions"]:
+        assert p["offset"] in starts and p["function"] == "hot" and not p["inlined"], p
+        assert p["line"] in lines_of("hot"), p
+    # The position of the call the frame is in comes before the pc.
+    before = [p for p in doc["positions"] if p["offset"] < doc["pc"]]
+    assert (before[-1]["line"], before[-1]["column"]) == (hot["line"], hot["column"])
+
+
+def test_objdump_fallback(cores):
+    """Without capstone, objdump: the same instruction boundaries as capstone."""
+    from v8dbg.target import disasm
+    version = VERSIONS[-1]
+    core = cores[version]
+    hot = frame_of(stack(version, core), "hot")
+    doc = json_line(run_cli(version, core / "core", [f"jscode --json --frame {hot['index']}"])[0],
+                    "jscode")
+    data = bytes.fromhex("".join(i["bytes"] for i in doc["instructions"]))
+    start = int(doc["start"], 16)
+    got = disasm._objdump(start, data)
+    assert got.tool == "objdump"
+    assert [(i.address, i.size) for i in got.instructions] == \
+        [(int(i["address"], 16), len(i["bytes"]) // 2) for i in doc["instructions"]]

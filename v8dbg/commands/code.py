@@ -36,16 +36,40 @@ def _jscode(p: argparse.ArgumentParser):
             fc = reader.of_frame(frames, args.frame)
         else:
             fc = reader.of_function(sess.evaluate(args.addr))
-        if fc.tier == "interpreted":
+        if fc.is_bytecode:
             return _bytecode(fc)
-        dis = prog.backend.disassemble(fc.start, fc.data)
-        insns = dis.instructions
-        covered = sum(i.size for i in insns)
-        if covered < len(fc.data):
-            fc.notes.append(f"{dis.tool} disassembled {covered} of the {len(fc.data)} bytes")
-        return _machine(fc, insns, dis.tool)
+        insns, tool = _disassemble(prog.backend, fc)
+        return _machine(fc, insns, tool)
 
     return run
+
+
+MAX_RESTARTS = 4096
+
+
+def _disassemble(backend, fc: FunctionCode) -> tuple[list[Instruction], str]:
+    """The whole code, disassembled. A disassembler may stop at bytes it cannot
+    decode (lldb does, at data Maglev and TurboFan keep among the instructions):
+    such a byte is shown as `.byte` and disassembly goes on after it."""
+    out: list[Instruction] = []
+    at = 0
+    tool = ""
+    for _ in range(MAX_RESTARTS):
+        if at >= len(fc.data):
+            break
+        dis = backend.disassemble(fc.start + at, fc.data[at:])
+        tool = dis.tool
+        for i in dis.instructions:
+            if i.address != fc.start + at or i.size <= 0 or at + i.size > len(fc.data):
+                break
+            out.append(i)
+            at += i.size
+        if at < len(fc.data):
+            out.append(Instruction(fc.start + at, 1, f".byte {fc.data[at]:#04x}"))
+            at += 1
+    else:
+        fc.notes.append(f"disassembly stopped after {MAX_RESTARTS} undecodable bytes")
+    return out, tool
 
 
 def _mark_json(m: SourceMark) -> dict:

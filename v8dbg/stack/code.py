@@ -51,7 +51,7 @@ class FunctionCode:
     script: str | None
     line: int | None  # where the function is defined
     column: int | None
-    tier: str  # interpreted, baseline, maglev, turbofan
+    tier: str  # interpreted, baseline, maglev, turbofan; "bytecode" where the tier is not known
     address: int  # the Code object, or the BytecodeArray
     start: int  # first instruction (or bytecode)
     data: bytes
@@ -59,6 +59,7 @@ class FunctionCode:
     pc: int | None = None  # the frame's pc (a machine address, or a bytecode offset)
     bytecodes: list[Bytecode] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    is_bytecode: bool = False
 
 
 class CodeReader:
@@ -107,7 +108,14 @@ class CodeReader:
         if bc is None:
             raise V8DbgError(f"jscode: 0x{fn:x} ({self.f.debug_name(sfi) or 'anonymous'}) "
                              "has not been compiled yet (no bytecode)")
-        return self.bytecode(sfi, bc, None)
+        fc = self.bytecode(sfi, bc, None)
+        if not self.prog.md.has("JSFunction", "code"):
+            fc.tier = "bytecode"
+            fc.notes.append("this V8 keeps a function's current code in its dispatch table, "
+                            "which v8dbg does not read: this is the function's bytecode, "
+                            "whatever tier runs it; `jscode --frame N` shows the code a "
+                            "frame runs")
+        return fc
 
     # -- decoding --------------------------------------------------------------
 
@@ -197,6 +205,7 @@ class CodeReader:
         data = bytecode_bytes(self.h, bc)
         start = bc - 1 + self.prog.md.off("BytecodeArray", "data")
         fc = self._header(sfi, "interpreted", bc, start, data, offset)
+        fc.is_bytecode = True
         sizes = self.prog.bytecode_sizes
         names = self.prog.bytecode_names
         if sizes is None:

@@ -223,3 +223,45 @@ def test_objdump_fallback(cores):
     assert got.tool == "objdump"
     assert [(i.address, i.size) for i in got.instructions] == \
         [(int(i["address"], 16), len(i["bytes"]) // 2) for i in doc["instructions"]]
+
+
+PROBE = """
+function probe(a, b) {
+  const o = { x: a, y: [b, 2, 3] }; let s = 0;
+  for (let i = 0; i < 300; i++) { s += o.y[i % 3] * i; if (s > 1e9) throw new Error('big'); }
+  try { s = JSON.parse(String(s)); } catch (e) { s = -1; }
+  const f = (v) => v + a; class K { m() { return this; } }
+  return typeof a === 'string' ? `${a}${s}` : f(s) + new K().m() + (b ?? 1) + 100000;
+}
+probe(1, 2);
+"""
+PRINTED = re.compile(r"@\s+(\d+) : ((?:[0-9a-f]{2} )+)\s*([A-Za-z0-9.]+)")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_bytecode_names_are_v8s(version, tmp_path):
+    """The bytecode names and boundaries v8dbg reads from the binary are those
+    V8 itself prints (`node --print-bytecode`), prefixed forms included."""
+    import subprocess
+    from v8dbg.target.elf import ElfFile
+    from v8dbg.v8 import baseline, bytecodes
+    from support import node_binary
+    script = tmp_path / "probe.js"
+    script.write_text(PROBE)
+    out = subprocess.run([str(node_binary(version)), "--print-bytecode",
+                          "--print-bytecode-filter=probe", str(script)],
+                         capture_output=True, text=True, timeout=60).stdout
+    printed = [(int(m.group(1)), bytes.fromhex(m.group(2)), m.group(3))
+               for m in PRINTED.finditer(out)]
+    assert len(printed) > 80 and any(n.endswith(".Wide") for _, _, n in printed)
+    binary = ElfFile(str(node_binary(version)))
+    sizes = baseline.read_sizes(binary)
+    names = bytecodes.read_names(binary, len(sizes[0]))
+    code = b"".join(b for _, b, _ in printed)
+    walked = list(bytecodes.iter_bytecodes(code, sizes))
+    assert [(o, n) for o, n, _op, _s in walked] == [(o, len(b)) for o, b, _ in printed]
+    if major(version) >= 26:
+        assert names is None  # node 26 keeps no table of bytecode names
+        return
+    suffix = {0: "", 1: ".Wide", 2: ".ExtraWide"}
+    assert [names[op] + suffix[s] for _o, _n, op, s in walked] == [n for _, _, n in printed]

@@ -26,8 +26,9 @@ fi
 # The test runner's Python. gdb and lldb embed /usr/bin/python3: the plugins load the
 # core from this checkout; it needs only the standard library (NumPy, above, is optional).
 # jsonschema: the tests validate every --json output against docs/v8dbg-output.schema.json.
-python3 -m pip install -q --disable-pip-version-check pytest pytest-xdist hypothesis numpy jsonschema >/dev/null 2>&1 || \
-  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest pytest-xdist hypothesis numpy jsonschema
+# capstone: the standalone CLI's disassembler for `jscode` (gdb and lldb use their own).
+python3 -m pip install -q --disable-pip-version-check pytest pytest-xdist hypothesis numpy jsonschema capstone >/dev/null 2>&1 || \
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest pytest-xdist hypothesis numpy jsonschema capstone
 
 mkdir -p .cache/node
 for v in $VERSIONS; do

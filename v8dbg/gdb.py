@@ -16,6 +16,7 @@ from .errors import TargetMemoryError, V8DbgError
 from .gdb_bt import Hooks
 from .target.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps
 from .target.corefile import binary_named_by, core_process_name, readable_regions
+from .target.disasm import Disassembly, Instruction
 
 _generation = [0]
 
@@ -47,7 +48,10 @@ class GdbBackend:
             return False
 
     def identity(self):
-        return (self.inferior.num, self.inferior.pid, _core_name(), _generation[0] if False else 0)
+        """Which target this is: the session builds a new Program when it changes.
+        That the same target ran since is not identity but `generation()`, on
+        which the Program forgets what it read (`Program.refresh`)."""
+        return (self.inferior.num, self.inferior.pid, _core_name())
 
     def read(self, address: int, size: int) -> bytes:
         try:
@@ -146,6 +150,15 @@ class GdbBackend:
     def generation(self) -> int:
         return _generation[0]
 
+    def disassemble(self, address: int, data: bytes) -> Disassembly:
+        """gdb's own disassembler (it reads the same bytes from the inferior)."""
+        try:
+            rows = self.inferior.architecture().disassemble(address, address + len(data) - 1)
+        except (gdb.error, gdb.MemoryError) as e:
+            raise V8DbgError(f"gdb could not disassemble at {address:#x}: {e}") from None
+        return Disassembly("gdb", [Instruction(r["addr"], r["length"], r["asm"])
+                                   for r in rows if r["addr"] < address + len(data)])
+
 
 def _registers_of(thread):
     """Read a thread's frame-0 registers, keeping the user's selection."""
@@ -224,7 +237,7 @@ SESSION = Session(_factory, evaluate=_evaluate,
                   no_binary="no node binary: load it first (`file /path/to/node`, or start "
                             "gdb as `gdb /path/to/node CORE` or `gdb -p PID`)")
 
-_ADDRESS_COMMANDS = {"jsprint", "jsclosure", "jssource", "jsconstructor", "findjsrefs"}
+_ADDRESS_COMMANDS = {"jsprint", "jsclosure", "jssource", "jsconstructor", "findjsrefs", "jscode"}
 
 
 def _doc(cmd: Command) -> str:

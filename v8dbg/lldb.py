@@ -21,6 +21,7 @@ from .errors import TargetMemoryError, V8DbgError
 from .interrupt import set_interrupt_check
 from .target.backend import Registers, ThreadInfo, proc_maps
 from .target.corefile import binary_named_by, core_mappings, core_process_name
+from .target.disasm import Disassembly, Instruction
 
 
 def _target():
@@ -179,6 +180,20 @@ class LldbBackend:
 
     def generation(self) -> int:
         return self.process.GetStopID()
+
+    def disassemble(self, address: int, data: bytes) -> Disassembly:
+        """lldb's own disassembler, on the bytes v8dbg read from `address`."""
+        t = self.target
+        insts = t.GetInstructionsWithFlavor(lldb.SBAddress(address, t), "att", data)
+        out = []
+        for i in range(insts.GetSize()):
+            ins = insts.GetInstructionAtIndex(i)
+            text = f"{ins.GetMnemonic(t)} {ins.GetOperands(t)}".strip()
+            comment = ins.GetComment(t)
+            if comment:
+                text += f" ; {comment.strip()}"
+            out.append(Instruction(ins.GetAddress().GetLoadAddress(t), ins.GetByteSize(), text))
+        return Disassembly("lldb", out)
 
 
 def _registers_of(thread):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from ..errors import TargetMemoryError
+from .disasm import Disassembly
 
 PAGE = 4096
 
@@ -83,6 +84,11 @@ class Backend(Protocol):
 
     def generation(self) -> int:
         """Changes whenever a live target may have run since the last call."""
+        ...
+
+    def disassemble(self, address: int, data: bytes) -> Disassembly:
+        """The instructions of `data` (read from `address`): the debugger's own
+        disassembler in gdb and lldb, `disasm.disassemble` standalone."""
         ...
 
 

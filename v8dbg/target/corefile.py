@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import TargetMemoryError, V8DbgError
 from .backend import Mapping, Registers, ThreadInfo
+from .disasm import Disassembly, disassemble
 from .elf import PT_LOAD, PT_NOTE, ElfFile, parse_notes
 from .elf import build_id_from_header as _build_id_from_header
 from .solibs import SearchPath, locate
@@ -120,6 +121,9 @@ class CoreBackend:
 
     def generation(self) -> int:
         return 0
+
+    def disassemble(self, address: int, data: bytes) -> Disassembly:
+        return disassemble(address, data)
 
     def _main_path(self) -> str | None:
         for m in self.mappings_raw:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ..errors import TargetMemoryError, V8DbgError
 from .backend import Mapping, Registers, ThreadInfo, proc_map_lines
+from .disasm import Disassembly, disassemble
 
 PTRACE_CONT = 7
 PTRACE_GETREGS = 12
@@ -567,3 +568,6 @@ class PtraceBackend:
 
     def generation(self) -> int:
         return 0
+
+    def disassemble(self, address: int, data: bytes) -> Disassembly:
+        return disassemble(address, data)

@@ -9,13 +9,14 @@ binary (sizes per operand scale), so no per-version bytecode list is needed.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..errors import DecodeError, TargetMemoryError
 from ..target.elf import ElfFile
+from .bytecodes import bytecode_bytes, iter_bytecodes
 from .functions import read_uvlq
 
 SIZES_SYMBOL = rb"_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE"
-PREFIX_SCALE = {0: 1, 1: 2}  # Wide -> double operands, ExtraWide -> quadruple
-MAX_BYTECODE = 1 << 22
 
 
 def read_sizes(binary: ElfFile) -> list[bytes] | None:
@@ -74,42 +75,32 @@ def _search_sizes(binary: ElfFile) -> list[bytes] | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def bytecode_offset(codes, info, bytecode: int, pc: int) -> int | None:
-    """Offset of the bytecode whose baseline machine code contains pc (a return address)."""
-    prog = codes.prog
-    h = codes.h
-    sizes = prog.bytecode_sizes
+def pc_ranges(codes, info, bytecode: int) -> Iterator[tuple[int, int, int]]:
+    """(bytecode offset, start, end) of the machine code each bytecode became,
+    as offsets into the baseline code, in bytecode order."""
+    sizes = codes.prog.bytecode_sizes
     if sizes is None:
-        return None
+        return
     try:
         table = codes.f._table_bytes(info.code, "Code", "source_position_table")
-        length = h.smi(h.field(bytecode, "BytecodeArray", "length"))
-        if not 0 < length <= MAX_BYTECODE:
-            return None
-        code = h.mem.read(bytecode - 1 + h.md.off("BytecodeArray", "data"), length)
+        code = bytecode_bytes(codes.h, bytecode)
     except (DecodeError, TargetMemoryError):
-        return None
-    target = pc - info.start
-    n_ops = len(sizes[0])
-    pos = 0
-    prologue, pos = read_uvlq(table, pos)  # code before the first bytecode
-    first, pos = read_uvlq(table, pos)
-    pc_end = prologue + first
-    offset = 0
-    while pc_end < target:
-        # Advance one bytecode (a prefix and its bytecode count as one).
-        op = code[offset]
-        scale = 0
-        step = 0
-        if op in PREFIX_SCALE and offset + 1 < length:
-            scale = PREFIX_SCALE[op]
-            step = 1
-            op = code[offset + 1]
-        if op >= n_ops or sizes[scale][op] == 0:
-            return None
-        offset += step + sizes[scale][op]
-        if offset >= length or pos >= len(table):
-            return None
+        return
+    if not table:
+        return
+    start, pos = read_uvlq(table, 0)  # code before the first bytecode
+    for offset, _size, _op, _scale in iter_bytecodes(code, sizes):
+        if pos >= len(table):
+            return
         delta, pos = read_uvlq(table, pos)
-        pc_end += delta
-    return offset
+        yield offset, start, start + delta
+        start += delta
+
+
+def bytecode_offset(codes, info, bytecode: int, pc: int) -> int | None:
+    """Offset of the bytecode whose baseline machine code contains pc (a return address)."""
+    target = pc - info.start
+    for offset, _start, end in pc_ranges(codes, info, bytecode):
+        if end >= target:
+            return offset
+    return None

@@ -73,17 +73,25 @@ class Codes:
         kind = (flags >> md.const("CodeKindFieldShift")) & md.const("CodeKindFieldMask")
         return CodeInfo(code, start, size, kind)
 
-    def _from_function(self, fn: int, pc: int) -> CodeInfo | None:
+    def function_code(self, fn: int) -> CodeInfo | None:
+        """The Code a JSFunction runs now (None where this V8 keeps it elsewhere)."""
         if not self.md.has("JSFunction", "code"):
             return None
         try:
             code = self.h.field(fn, "JSFunction", "code")
             if not self.h.is_type(code, "CODE_TYPE"):
                 return None
-            info = self._info(code)
+            return self._info(code)
         except (DecodeError, TargetMemoryError):
             return None
-        return info if info.start <= pc < info.start + info.size else None
+
+    def _from_function(self, fn: int, pc: int) -> CodeInfo | None:
+        info = self.function_code(fn)
+        return info if info is not None and info.start <= pc < info.start + info.size else None
+
+    def is_jit(self, kind: int) -> bool:
+        """Baseline, Maglev or TurboFan code (not a builtin such as the interpreter's entry)."""
+        return self.baseline <= kind <= self.baseline + 2
 
     def _scan_back(self, pc: int) -> CodeInfo | None:
         """Walk back from pc, aligned, to the header of the object holding it."""
@@ -176,6 +184,10 @@ class Codes:
             chain.append((inl_sfi, off))
             raw = parent_raw
         return chain, note
+
+    def inlined_function(self, info: CodeInfo, iid: int) -> int:
+        """The SharedFunctionInfo of inlining id `iid` of optimized code."""
+        return self._inlined(self.h.field(info.code, "Code", "deoptimization_data"), iid)[0]
 
     def _inlined(self, deopt: int, iid: int) -> tuple[int, int]:
         """(SharedFunctionInfo, parent SourcePosition word) of inlining id `iid`."""

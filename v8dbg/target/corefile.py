@@ -61,7 +61,8 @@ class CoreBackend:
         self._segs: list[tuple[int, int, int, int]] = []  # (vaddr, memsz, offset, filesz)
         self._loads: dict[str, list[tuple[int, int, int]]] = {}
         size = self.elf.size
-        self.truncated = len(self.elf.segments) < min(self.elf.e_phnum, 4096)
+        # Headers past the end of a cut file are lost too (elf.segments keeps those that fit).
+        self.truncated = len(self.elf.segments) < self.elf.phnum and not self.elf.phnum_capped
         # How long the core should be, by its program headers (for the truncation warning).
         self.expected_size = max([s.offset + s.filesz for s in self.elf.segments] + [size])
         for seg in self.elf.segments:

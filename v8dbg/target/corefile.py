@@ -205,6 +205,22 @@ class CoreBackend:
             return self.elf._map[offset + rel:offset + rel + size]
         raise TargetMemoryError(address, size, "not in the core")
 
+    def read_into(self, address: int, buf: memoryview) -> bool:
+        """Fill buf with the bytes at address when the core holds them all in
+        one segment (a heap page), without a new buffer per read; else False."""
+        size = len(buf)
+        i = bisect.bisect_right(self._starts, address) - 1
+        if i < 0 or self._fd is None:
+            return False
+        vaddr, _memsz, offset, filesz = self._segs[i]
+        rel = address - vaddr
+        if rel + size > filesz:
+            return False
+        try:
+            return os.preadv(self._fd, [buf], offset + rel) == size
+        except OSError:
+            return False
+
     def read(self, address: int, size: int) -> bytes:
         try:
             return self._read_core(address, size)

@@ -80,6 +80,8 @@ class CoreBackend:
         self._segs.sort()
         self._starts = [s[0] for s in self._segs]
         self._files: dict[str, ElfFile | None] = {}
+        self._file_sorted: list[FileMapping] = []
+        self._file_starts: list[int] | None = None
         if binary_path:
             self._files[self._main_path() or self.binary_path] = ElfFile(binary_path)
 
@@ -227,24 +229,31 @@ class CoreBackend:
         except TargetMemoryError:
             pass
         # Not dumped: a file-backed page, read from the file itself.
-        for m in self.mappings_raw:
-            if m.start <= address < m.end:
-                if address + size > m.end:
-                    break
+        m = self._file_mapping(address)
+        if m is not None:
+            if address + size <= m.end:
                 elf = self._file(m.path)
-                if elf is None:
-                    break
-                foff = m.offset + (address - m.start)
-                link = self._link_of(m.path, elf, foff)
-                if link is not None:
-                    data = elf.read(link, size)
-                    if data is not None and len(data) == size:
-                        return data
-                if foff + size > elf.size:
-                    break
-                return elf._map[foff:foff + size]
+                if elf is not None:
+                    foff = m.offset + (address - m.start)
+                    link = self._link_of(m.path, elf, foff)
+                    if link is not None:
+                        data = elf.read(link, size)
+                        if data is not None and len(data) == size:
+                            return data
+                    if foff + size <= elf.size:
+                        return elf._map[foff:foff + size]
         # A read spanning two core segments (adjacent mappings).
         return self._read_spanning(address, size)
+
+    def _file_mapping(self, address: int) -> FileMapping | None:
+        """The NT_FILE mapping holding address (bisected: a core may list thousands)."""
+        if self._file_starts is None:
+            self._file_sorted = sorted(self.mappings_raw, key=lambda m: m.start)
+            self._file_starts = [m.start for m in self._file_sorted]
+        i = bisect.bisect_right(self._file_starts, address) - 1
+        if i >= 0 and address < self._file_sorted[i].end:
+            return self._file_sorted[i]
+        return None
 
     def _link_of(self, path: str, elf: ElfFile, foff: int) -> int | None:
         """The link address of byte `foff` of the file the process mapped (the
@@ -265,9 +274,12 @@ class CoreBackend:
         parts = []
         pos = address
         end = address + size
-        guard = 0
-        while pos < end and guard < 4096:
-            guard += 1
+        # Each step ends a segment of at least a page, so this bounds the loop.
+        guard = size // 4096 + 2
+        while pos < end:
+            guard -= 1
+            if guard < 0:
+                raise TargetMemoryError(address, size)
             i = bisect.bisect_right(self._starts, pos) - 1
             if i < 0:
                 raise TargetMemoryError(address, size)

@@ -45,3 +45,37 @@ def test_every_instance_and_the_stack(frontend: str, big) -> None:
     assert got == want["items"], census[-2000:]
     assert "truncated" not in census + stack
     compare(json_line(stack, "jsstack"), (big / "expected-stack.txt").read_text())
+
+
+def _pn_xnum_copy(d, cut_section_header: bool = False):
+    """A copy of d/core laid out as the kernel writes a core of 65,535 or more
+    mappings: e_phnum PN_XNUM, the real count in section header 0 (sh_info),
+    that header written last. `cut_section_header`: the copy cut before it."""
+    import struct
+    from support import write_sparse
+    name = "core-xnum-cut" if cut_section_header else "core-xnum"
+    out = d / name
+    if out.exists():
+        return out
+    data = bytearray((d / "core").read_bytes())
+    phnum = struct.unpack_from("<H", data, 56)[0]
+    shoff = len(data)
+    struct.pack_into("<Q", data, 40, shoff)
+    struct.pack_into("<HHHH", data, 56, 0xFFFF, 64, 1, 0)  # phnum, shentsize, shnum, shstrndx
+    if not cut_section_header:
+        data += struct.pack("<IIQQQQIIQQ", 0, 0, 0, 0, 0, 1, 0, phnum, 0, 0)
+    write_sparse(out, data)
+    return out
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["whole", "section-header-cut"])
+def test_pn_xnum_core(cut: bool) -> None:
+    """Program headers counted in section header 0 (PN_XNUM) are all read; a
+    core cut before that header still has its table read up to its data."""
+    d = make_core(VERSION, "census.js")
+    want = read_json(d, "expected-census.json")["widgets"]
+    core = _pn_xnum_copy(d, cut)
+    out = run("cli", VERSION, core, ["findjsobjects -c Widget --json"])[0]
+    doc = json_line(out, "findjsobjects")
+    assert sum(g["count"] for g in doc["groups"] if g["constructor"] == "Widget") == want, out
+    assert ("truncated" in out) == cut, out

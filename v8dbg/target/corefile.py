@@ -65,6 +65,11 @@ class CoreBackend:
         self.truncated = len(self.elf.segments) < self.elf.phnum and not self.elf.phnum_capped
         # How long the core should be, by its program headers (for the truncation warning).
         self.expected_size = max([s.offset + s.filesz for s in self.elf.segments] + [size])
+        if self.elf.e_shoff:
+            # The section headers (a PN_XNUM core's count) come last.
+            shend = self.elf.e_shoff + 64 * max(1, self.elf.e_shnum)
+            self.expected_size = max(self.expected_size, shend)
+            self.truncated |= shend > size
         for seg in self.elf.segments:
             if seg.type == PT_LOAD:
                 filesz = seg.filesz

@@ -83,6 +83,9 @@ class CoreBackend:
                     self.truncated = True
                 self._parse_notes(self.elf._map[seg.offset:end])
         self._segs.sort()
+        # Program headers past the end are lost with their segments: the size
+        # the core should have is then only known to be at least expected_size.
+        self.headers_lost = len(self.elf.segments) < self.elf.phnum
         self._starts = [s[0] for s in self._segs]
         self._files: dict[str, ElfFile | None] = {}
         self._file_sorted: list[FileMapping] = []

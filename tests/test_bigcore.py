@@ -79,3 +79,26 @@ def test_pn_xnum_core(cut: bool) -> None:
     doc = json_line(out, "findjsobjects")
     assert sum(g["count"] for g in doc["groups"] if g["constructor"] == "Widget") == want, out
     assert ("truncated" in out) == cut, out
+
+
+def test_program_header_cap_is_reported(monkeypatch) -> None:
+    """The reader's cap on program headers (far above real cores) is named
+    when a core reaches it, never a silent cut."""
+    import sys
+    from support import ROOT, node_binary
+    sys.path.insert(0, str(ROOT))
+    import v8dbg.target.elf as elf
+    from v8dbg.commands import Session, load_all
+    from v8dbg.target.corefile import CoreBackend
+    core = make_core(VERSION, "census.js") / "core"
+    monkeypatch.setattr(elf, "MAX_PROGRAM_HEADERS", 50)
+    be = CoreBackend(str(core), str(node_binary(VERSION)))
+    assert len(be.elf.segments) == 50 and be.elf.phnum > 50
+    assert be.limits and "only the first 50 are read" in be.limits[0]
+    load_all()
+    import v8dbg.v8.metadata as md
+    monkeypatch.setattr(md, "_warned", set())
+    warned: list[str] = []
+    monkeypatch.setattr(md, "warn_once", lambda m, again=False: warned.append(m))
+    Session(lambda: be, str(node_binary(VERSION))).run("nodeinfo", [])
+    assert any("only the first 50 are read" in w for w in warned), warned

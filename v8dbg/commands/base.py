@@ -145,6 +145,8 @@ class Session:
             cut = _truncation(backend)
             if cut:
                 warn_once(cut)
+            for limit in getattr(backend, "limits", []):
+                warn_once(limit)
             self.degraded = mostly_missing(backend)
             self._prog = prog
             self._key = key

@@ -86,6 +86,11 @@ class CoreBackend:
         # Program headers past the end are lost with their segments: the size
         # the core should have is then only known to be at least expected_size.
         self.headers_lost = len(self.elf.segments) < self.elf.phnum
+        # Caps of this reader that the core reached, in words (front ends warn).
+        self.limits: list[str] = []
+        if self.elf.phnum_capped:
+            self.limits.append(f"{core_path} has {self.elf.phnum} program headers: only the "
+                               f"first {len(self.elf.segments)} are read")
         self._starts = [s[0] for s in self._segs]
         self._files: dict[str, ElfFile | None] = {}
         self._file_sorted: list[FileMapping] = []

@@ -151,6 +151,7 @@ class ElfFile:
         (self.e_phentsize, self.e_phnum, self.e_shentsize, self.e_shnum,
          self.e_shstrndx) = struct.unpack_from("<HHHHH", m, 54)
         self.phnum = self.e_phnum
+        self.phnum_capped = False
         if self.e_phnum == PN_XNUM:
             # More program headers than 16 bits count: section 0's sh_info holds the number.
             zero = self._section0()

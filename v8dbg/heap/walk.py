@@ -492,13 +492,14 @@ def _hash_shape(np, K) -> tuple[int, int]:
     size = 4096
     while size < 64 * len(K) and size < HASH_SIZE:
         size <<= 1
-    while size <= HASH_SIZE:
+    while True:
         for shift in range(3, 13):
             h = (K >> np.uint64(shift)) & np.uint64(size - 1)
             if len(np.unique(h)) == len(K):
                 return size, shift
-        size <<= 2
-    return HASH_SIZE, 3
+        if size >= HASH_SIZE:
+            return HASH_SIZE, 3
+        size = min(size << 2, HASH_SIZE)
 
 
 class NumpyPages:

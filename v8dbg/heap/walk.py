@@ -722,6 +722,27 @@ def _code_owners(w: Walker, pages: list[Page]) -> set[int]:
     return out
 
 
+def _one_object(w: Walker, p: Page, rec: bool) -> PageWalk | None:
+    """The walk of a large object's page (bigger than any regular page: it holds
+    one object) from that object's first words, when its size rule says it
+    fills the page; None otherwise (the page is then walked whole). A 200 MB
+    array is not read, nor its words looked at one by one, to learn it is one."""
+    n = (p.end - p.start) >> 3
+    try:
+        head = bytes(bulk(w.prog).read(p.start, 16))
+    except Exception:
+        return None
+    words = memoryview(head).cast("Q")
+    m = int(words[0])
+    info = w.info(m)
+    if info[0] in (K_BAD, K_UNKNOWN, K_FREE) or w.size_at(words, 0, n) != n:
+        return None
+    res = PageWalk(count=1)
+    if rec and info[3]:
+        res.records[m] = array("Q", [p.start + 1])
+    return res
+
+
 def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int],
               sink: dict | None = None) -> PageWalk:
     """The walk of one page, by the one algorithm (NumPy only speeds it up).
@@ -731,6 +752,10 @@ def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int],
     # Machine code holds map words (inline map checks); no JavaScript object
     # lives there, so nothing on those pages is recorded.
     rec = p.owner not in code_owners
+    if p.marks is None and p.end - p.start > REUSE_BYTES:
+        one = _one_object(w, p, rec)
+        if one is not None:
+            return one
     if p.marks is None and nw is not None and rec:
         data = nw.read(p)
         if data is None:

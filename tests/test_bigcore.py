@@ -102,3 +102,30 @@ def test_program_header_cap_is_reported(monkeypatch) -> None:
     monkeypatch.setattr(md, "warn_once", lambda m, again=False: warned.append(m))
     Session(lambda: be, str(node_binary(VERSION))).run("nodeinfo", [])
     assert any("only the first 50 are read" in w for w in warned), warned
+
+
+def test_large_object_pages_counted_alike(big, monkeypatch) -> None:
+    """The array of 7.5 million Items lives on a large object's page; counted
+    from its first words or walked word by word, the census is the same."""
+    from support import core_program
+    from v8dbg.heap import census, walk
+
+    def scan() -> tuple[int, dict[int, int]]:
+        prog, _be = core_program(big / "core", VERSION)
+        c = census.scan(prog)
+        assert not c.damaged_pages
+        return c.total_objects, {m: st.count for m, st in c.maps.items()}
+
+    seen: list[object] = []
+    one = walk._one_object
+
+    def counted(w, p, rec):
+        r = one(w, p, rec)
+        seen.append(r)
+        return r
+
+    monkeypatch.setattr(walk, "_one_object", counted)
+    fast = scan()
+    assert any(r is not None for r in seen), "no page was counted from its first words"
+    monkeypatch.setattr(walk, "_one_object", lambda w, p, rec: None)
+    assert scan() == fast

@@ -7,6 +7,11 @@ string and a two-element array: about 4 million heap objects), times
 standalone CLI and inside gdb and lldb, and record each process's peak RSS.
 
 Usage: python3 bench/census.py [--version 24.21.0] [--count 1000000] [--frontends cli,gdb,lldb]
+                               [--no-snapshot] [--runs N]
+
+`--count 25000000 --no-snapshot` is the big-heap figure: a 4 GB heap whose
+core has some 15,700 program headers (V8's snapshot of it is left out: it
+would take minutes and many GB of memory).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 from support import GDB, LLDB, node_binary  # noqa: E402
 
 SCRIPT = r"""
@@ -36,19 +42,21 @@ const items = [];
 for (let i = 0; i < COUNT; i++) items.push(new Item(i));
 globalThis.items = items;
 const t0 = process.hrtime.bigint();
-v8.writeHeapSnapshot(path.join(out, 'bench.heapsnapshot'));
-const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+if (SNAPSHOT) v8.writeHeapSnapshot(path.join(out, 'bench.heapsnapshot'));
+const seconds = SNAPSHOT ? Number(process.hrtime.bigint() - t0) / 1e9 : null;
 fs.writeFileSync(path.join(out, 'snapshot.json'), JSON.stringify({ seconds, count: items.length }));
 process.abort();
 """
 
 
-def make_core(version: str, count: int, workdir: Path) -> tuple[Path, float]:
+def make_core(version: str, count: int, workdir: Path,
+              snapshot: bool = True) -> tuple[Path, float | None]:
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     js = workdir / "bench.js"
-    js.write_text(SCRIPT.replace("COUNT", str(count)))
+    js.write_text(SCRIPT.replace("COUNT", str(count))
+                  .replace("SNAPSHOT", "true" if snapshot else "false"))
 
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
@@ -123,22 +131,28 @@ def main() -> None:
     ap.add_argument("--frontends", default="cli,gdb,lldb")
     ap.add_argument("--workdir", default=str(ROOT / ".cache" / "bench-census"))
     ap.add_argument("--reuse-core", action="store_true", help="use the core of a previous run")
+    ap.add_argument("--no-snapshot", action="store_true",
+                    help="do not time V8's own heap snapshot (for heaps of many GB)")
+    ap.add_argument("--runs", type=int, default=CLI_RUNS, help="fresh CLI processes timed")
     args = ap.parse_args()
     work = Path(args.workdir) / args.version
     if args.reuse_core and (work / "snapshot.json").exists() and sorted(work.glob("core*")):
         core = sorted(work.glob("core*"))[0]
         snap_s = json.loads((work / "snapshot.json").read_text())["seconds"]
     else:
-        core, snap_s = make_core(args.version, args.count, work)
-    print(f"node {args.version}, {args.count} instances, core {core.stat().st_size >> 20} MB")
-    print(f"v8.writeHeapSnapshot() in the live process: {snap_s:.2f} s")
+        core, snap_s = make_core(args.version, args.count, work, snapshot=not args.no_snapshot)
+    from v8dbg.target.elf import ElfFile
+    print(f"node {args.version}, {args.count} instances, core {core.stat().st_size >> 20} MB, "
+          f"{ElfFile(str(core)).phnum} program headers")
+    if snap_s is not None:
+        print(f"v8.writeHeapSnapshot() in the live process: {snap_s:.2f} s")
     fes = args.frontends.split(",")
     if "cli" in fes:
         # A few fresh processes: on a shared machine one run's wall time is noisy.
         # A first run, not timed, leaves the compiled bytecode behind.
         cli(args.version, core, "v8dbg")
         runs = []
-        for _ in range(CLI_RUNS):
+        for _ in range(args.runs):
             wall, rss, out = cli(args.version, core, "findjsobjects --json")
             runs.append((wall, CPU[0], rss, out))
         walls = sorted(r[0] for r in runs)
@@ -148,11 +162,12 @@ def main() -> None:
         out = runs[-1][3]
         doc = next((json.loads(l) for l in out.splitlines() if l.startswith("{")), {})
         items = sum(g["count"] for g in doc.get("groups", []) if g["constructor"] == "Item")
-        print(f"cli  findjsobjects, {CLI_RUNS} fresh processes: median {wall:.2f} s wall "
+        faster = f"; {snap_s / wall:.1f}x faster than the snapshot" if snap_s else ""
+        print(f"cli  findjsobjects, {args.runs} fresh processes: median {wall:.2f} s wall "
               f"(each: {', '.join(f'{r[0]:.2f}' for r in runs)}), median {cpu:.2f} s CPU "
               f"(whole process), peak RSS {rss:.0f} MB; Item count {items}, "
-              f"{doc.get('total_objects')} live objects; {snap_s / wall:.1f}x faster than the "
-              "snapshot")
+              f"{doc.get('total_objects')} live objects{faster}")
+        print(f"     load average at the end: {os.getloadavg()[0]:.2f}")
         wall0, _r, _o = cli(args.version, core, "v8dbg")
         print(f"     (python start-up and command loading alone: {wall0:.2f} s wall, "
               f"{CPU[0]:.2f} s CPU)")

@@ -369,6 +369,16 @@ def test_damaged_pages_are_reported() -> None:
                     data[a - addr:b - addr] = b"\x41" * (b - a)
             return bytes(data)
 
+        def read_into(self, addr: int, buf: memoryview) -> bool:
+            # The walk's page reads: damaged alike.
+            if not super().read_into(addr, buf):
+                return False
+            for lo, hi in self.spots:
+                a, b = max(lo, addr), min(hi, addr + len(buf))
+                if a < b:
+                    buf[a - addr:b - addr] = b"\x41" * (b - a)
+            return True
+
     def program(spots: list[tuple[int, int]]) -> Program:
         be = Damaged(str(core), str(node_binary(version)))
         be.spots = spots

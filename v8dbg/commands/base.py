@@ -115,6 +115,8 @@ class Session:
         self._key: object = None
         self.evaluate = evaluate or parse_address
         self.debug = bool(os.environ.get("V8DBG_DEBUG"))
+        # A core mostly missing (truncated): commands print what they can, and fail.
+        self.degraded = False
 
     def program(self) -> Program:
         backend = self._factory()
@@ -122,7 +124,7 @@ class Session:
         if self._prog is None or self._key != key:
             _check_core(backend)
             if not self._binary and not backend.executable():
-                raise V8DbgError(self.no_binary)
+                raise V8DbgError(truncation_first(backend, self.no_binary))
             prog = Program(backend, self._binary)
             prog.check_binary()
             from ..v8.metadata import note_once, warn_once
@@ -143,6 +145,9 @@ class Session:
             cut = _truncation(backend)
             if cut:
                 warn_once(cut)
+            for limit in getattr(backend, "limits", []):
+                warn_once(limit)
+            self.degraded = mostly_missing(backend)
             self._prog = prog
             self._key = key
         else:
@@ -234,8 +239,9 @@ def _running(backend: Backend) -> bool:
         return False
 
 
-def _truncation(backend: Backend) -> str | None:
-    """A warning if the target is a core file cut short (a full disk, a core size limit)."""
+def _truncated_core(backend: Backend):
+    """The CoreBackend of the core file the target is read from, when that core
+    is cut short (a full disk, a core size limit); else None."""
     core = backend if getattr(backend, "kind", "") == "core" else None
     if core is None and not getattr(backend, "live", True) and hasattr(backend, "core_file"):
         # gdb and lldb read the core themselves; look at the file they opened.
@@ -248,10 +254,39 @@ def _truncation(backend: Backend) -> str | None:
             core = None
     if core is None or not getattr(core, "truncated", False):
         return None
+    return core
+
+
+def mostly_missing(backend: Backend) -> bool:
+    """True when less than half of a truncated core is there: then whatever a
+    command can still print is far from the whole story (exit status 1)."""
+    core = _truncated_core(backend)
+    if core is None:
+        return False
+    have = getattr(getattr(core, "elf", None), "size", 0)
+    return have * 2 < getattr(core, "expected_size", 0) or getattr(core, "headers_lost", False)
+
+
+def _truncation(backend: Backend, exit_note: bool = True) -> str | None:
+    """A warning if the target is a core file cut short (a full disk, a core size limit)."""
+    core = _truncated_core(backend)
+    if core is None:
+        return None
     have = getattr(getattr(core, "elf", None), "size", 0)
     want = getattr(core, "expected_size", 0)
-    return (f"{getattr(core, 'path', 'the core')} is truncated ({have} of {want} bytes): memory "
-            "past its end is missing, so some frames and objects cannot be decoded")
+    least = "at least " if getattr(core, "headers_lost", False) else ""
+    most = ("; most of the core is missing, so the exit status is 1 whatever is shown"
+            if exit_note and mostly_missing(backend) else "")
+    return (f"{getattr(core, 'path', 'the core')} is truncated ({have} of {least}{want} bytes): "
+            "memory past its end is missing, so some frames and objects cannot be decoded"
+            f"{most}")
+
+
+def truncation_first(backend: Backend, message: str) -> str:
+    """An error about a core, with its truncation first when it is cut short:
+    that is the cause of what else is missing (threads, the program's name)."""
+    cut = _truncation(backend, exit_note=False)
+    return f"{cut}; {message}" if cut else message
 
 
 def _error(msg: str, want_json: bool) -> str:

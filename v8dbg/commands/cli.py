@@ -14,6 +14,7 @@ import sys
 from .. import __version__
 from ..errors import V8DbgError
 from . import Command, Session, launch, load_all, profile
+from .base import truncation_first
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -245,9 +246,10 @@ def _main(argv: list[str], prog: str) -> int:
             if not binary and not backend.binary_from_core():
                 exe = backend.executable()
                 if exe:
-                    raise V8DbgError(f"the core names {exe} as the program that ran, and no "
-                                     "such node (by build-id) is on this machine or under "
-                                     "--sysroot / --solib-path: pass --binary NODE")
+                    raise V8DbgError(truncation_first(
+                        backend, f"the core names {exe} as the program that ran, and no "
+                        "such node (by build-id) is on this machine or under "
+                        "--sysroot / --solib-path: pass --binary NODE"))
             backend_box.append(backend)
         return backend_box[0]
 
@@ -266,4 +268,4 @@ def _main(argv: list[str], prog: str) -> int:
             # The reader went away (`v8dbg jsstack ... | head`): not an error of ours.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, out.fileno())
-    return EXIT_OK if ok else EXIT_FAILED
+    return EXIT_OK if ok and not sess.degraded else EXIT_FAILED

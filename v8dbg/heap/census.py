@@ -123,7 +123,7 @@ def scan(prog: Program, heap: int | None = None, progress=None,
             if isinstance(a, array):
                 got.extend(a)
             else:
-                got.frombytes(a.astype("<u8").tobytes())
+                got.frombytes(a.astype("<u8", copy=False).tobytes())
         done += p.end - p.start
         if progress is not None:
             progress.update(done, total_bytes)

@@ -27,6 +27,9 @@ MAX_RESYNC_WORDS = 1 << 18
 
 
 HASH_SIZE = 1 << 20
+# Buffers up to this size are kept from page to page by the NumPy walk (a
+# regular page is 256 KB); a large object's page gets its own, freed after it.
+REUSE_BYTES = 1 << 20
 
 
 # Object kinds, for the walk's size computation.
@@ -453,10 +456,13 @@ def vector_steps(np, cls: _Classifier, W, cand, kind, fixed):
     fixed the classification of each candidate's map)."""
     n = len(W)
     S = fixed.astype(np.int64)
-    w1 = W[np.minimum(cand + 1, n - 1)]
+    # Only objects of no fixed size need their length word.
+    nf = np.flatnonzero(kind != K_FIXED)
+    w1 = W[np.minimum(cand[nf] + 1, n - 1)]
     hi = (w1 >> np.uint64(32)).astype(np.int64)
     lo = (w1 & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    present = set(np.unique(kind[kind != K_FIXED]).tolist())
+    kinds = kind[nf]
+    present = set(np.flatnonzero(np.bincount(kinds, minlength=1)).tolist())
     for k, expr in ((K_ARRAY, lambda h, l: 2 + h),
                     (K_SEQ1, lambda h, l: 2 + ((h + 7) >> 3)),
                     (K_SEQ2, lambda h, l: 2 + ((2 * h + 7) >> 3)),
@@ -469,14 +475,31 @@ def vector_steps(np, cls: _Classifier, W, cand, kind, fixed):
                     (K_BYTECODE, lambda h, l: (cls.bytecode_header + h + 7) >> 3),
                     (K_NCTX, lambda h, l: 2 + h + cls.nctx_extra)):
         if k in present:
-            sel = kind == k
-            S[sel] = expr(hi[sel], lo[sel])
+            sel = kinds == k
+            S[nf[sel]] = expr(hi[sel], lo[sel])
     if len(cand) and cand[-1] == n - 1 and kind[-1] != K_FIXED:
         S[-1] = 0  # its length word is past the page: `step` decides
     bad = (S <= 0) | (cand + S > n)
     if bad.any():
         S[bad] = 0
     return S
+
+
+def _hash_shape(np, K) -> tuple[int, int]:
+    """(table size, shift) for NumPy's map table: the smallest size from 64
+    slots per map up (to HASH_SIZE) where some shift of the map words gives
+    every map its own slot; HASH_SIZE and shift 3 when none does."""
+    size = 4096
+    while size < 64 * len(K) and size < HASH_SIZE:
+        size <<= 1
+    while True:
+        for shift in range(3, 13):
+            h = (K >> np.uint64(shift)) & np.uint64(size - 1)
+            if len(np.unique(h)) == len(K):
+                return size, shift
+        if size >= HASH_SIZE:
+            return HASH_SIZE, 3
+        size = min(size << 2, HASH_SIZE)
 
 
 class NumpyPages:
@@ -493,6 +516,33 @@ class NumpyPages:
         self.w = w
         self.np = np
         self._known = -1
+        # Buffers reused from page to page: a fresh 256 KB array per step of
+        # every page is a fresh mapping from the C library, faulted in page
+        # by page (a tenth of the walk of a multi-GB heap).
+        self._buf = bytearray()
+        self._h = np.empty(0, dtype=np.int64)
+        self._at = np.empty(0, dtype=np.int64)
+
+    def read(self, p: Page):
+        """The page's bytes, in a buffer the next page reuses (only what the
+        walk keeps is copied out of it); None when they cannot be read."""
+        size = p.end - p.start
+        into = getattr(bulk(self.w.prog), "read_into", None)
+        if into is None:
+            words = self.w.read_page(p)
+            return None if words is None else (
+                words.obj if hasattr(words, "obj") else words.tobytes())
+        if size > REUSE_BYTES:  # a large object's page: its own buffer, freed after it
+            view = memoryview(bytearray(size))
+        else:
+            if len(self._buf) < size:
+                self._buf = bytearray(size)
+            view = memoryview(self._buf)[:size]
+        if into(p.start, view):
+            return view
+        words = self.w.read_page(p)  # spread over segments, or a file's pages
+        return None if words is None else (
+            words.obj if hasattr(words, "obj") else words.tobytes())
 
     def _tables(self) -> None:
         np = self.np
@@ -504,23 +554,38 @@ class NumpyPages:
         self.KK = np.array([info[0] for _, info in items], dtype=np.int16)
         self.KS = np.array([info[1] for _, info in items], dtype=np.int64)
         self.KR = np.array([bool(info[3]) for _, info in items], dtype=bool)
-        # A direct-mapped table from a word's middle bits to its index in K (+1):
-        # one gather per page instead of a binary search per word. A map that
-        # loses its slot to another is just not a candidate: `step` takes it.
-        table = np.zeros(HASH_SIZE, dtype=np.int32)
-        h = ((self.K >> np.uint64(3)) & np.uint64(HASH_SIZE - 1)).astype(np.int64)
-        table[h[::-1]] = np.arange(len(items), 0, -1, dtype=np.int32)
+        # A direct-mapped table from some middle bits of a word to its index in
+        # K (+1): one gather per page instead of a binary search per word. The
+        # table is kept small enough to stay in the CPU's cache (a 4 MB table
+        # made the gather a third of the walk), with the bits chosen so that
+        # no two maps share a slot where some choice allows it; a map that
+        # still loses its slot is just not a candidate: `step` takes it.
+        self.size, self.shift = _hash_shape(np, self.K)
+        dtype = np.int16 if len(items) < 1 << 15 else np.int32
+        table = np.zeros(self.size, dtype=dtype)
+        h = ((self.K >> np.uint64(self.shift)) & np.uint64(self.size - 1)).astype(np.int64)
+        table[h[::-1]] = np.arange(len(items), 0, -1, dtype=dtype)
         self.T = table
         self._known = len(cache)
 
     def candidates(self, W):
         """(word indices holding a known map of a vector kind, their index in K)."""
         np = self.np
-        K = self.K
-        idx = self.T[((W >> np.uint64(3)) & np.uint64(HASH_SIZE - 1)).astype(np.int64)]
-        idx -= 1
-        cand = np.flatnonzero((idx >= 0) & (K[idx] == W))
-        return cand, idx[cand]
+        if len(W) * 8 > REUSE_BYTES:
+            h = np.empty(len(W), dtype=np.int64)
+        else:
+            if len(self._h) < len(W):
+                self._h = np.empty(len(W), dtype=np.int64)
+            h = self._h[:len(W)]
+        np.right_shift(W.view(np.int64), self.shift, out=h)
+        h &= self.size - 1
+        idx = self.T.take(h)
+        # Most words hash to an empty slot: compare only the others with K
+        # (nonzero of a bool array is some three times faster than of ints).
+        hit = np.flatnonzero(idx != 0)
+        ki = idx[hit] - 1
+        same = self.K[ki] == W[hit]
+        return hit[same], ki[same]
 
     def walk(self, p: Page, data, rec: bool = True) -> PageWalk:
         np = self.np
@@ -537,9 +602,18 @@ class NumpyPages:
         S = vector_steps(np, w.cls, W, cand, kind, self.KS[ki])
         m = len(cand)
         nextpos = cand + S
-        ci = np.searchsorted(cand, nextpos)
+        # Candidate index by word index (m where none): one gather, no search.
+        if n * 8 > REUSE_BYTES:
+            at = np.empty(n + 1, dtype=np.int64)
+        else:
+            if len(self._at) < n + 1:
+                self._at = np.empty(n + 1, dtype=np.int64)
+            at = self._at[:n + 1]
+        at.fill(m)
+        at[cand] = np.arange(m)
+        ci = at[np.minimum(nextpos, n)]
         ci_c = np.minimum(ci, m - 1)
-        ok = (ci < m) & (S > 0) & (cand[ci_c] == nextpos)
+        ok = (ci < m) & (S > 0)
         skips = page_skips(p)
         if skips:
             # Never step onto an allocation-area top inside the chain.
@@ -648,22 +722,50 @@ def _code_owners(w: Walker, pages: list[Page]) -> set[int]:
     return out
 
 
+def _one_object(w: Walker, p: Page, rec: bool) -> PageWalk | None:
+    """The walk of a large object's page (bigger than any regular page: it holds
+    one object) from that object's first words, when its size rule says it
+    fills the page; None otherwise (the page is then walked whole). A 200 MB
+    array is not read, nor its words looked at one by one, to learn it is one."""
+    n = (p.end - p.start) >> 3
+    try:
+        head = bytes(bulk(w.prog).read(p.start, 16))
+    except Exception:
+        return None
+    words = memoryview(head).cast("Q")
+    m = int(words[0])
+    info = w.info(m)
+    if info[0] in (K_BAD, K_UNKNOWN, K_FREE) or w.size_at(words, 0, n) != n:
+        return None
+    res = PageWalk(count=1)
+    if rec and info[3]:
+        res.records[m] = array("Q", [p.start + 1])
+    return res
+
+
 def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int],
               sink: dict | None = None) -> PageWalk:
     """The walk of one page, by the one algorithm (NumPy only speeds it up).
 
     The plain-Python walk appends JS objects' addresses straight to `sink`
     (map -> array); the others return them in the result's records."""
-    words = w.read_page(p)
-    if words is None:
-        return PageWalk(damaged=True, skipped=p.end - p.start)
     # Machine code holds map words (inline map checks); no JavaScript object
     # lives there, so nothing on those pages is recorded.
     rec = p.owner not in code_owners
+    if p.marks is None and p.end - p.start > REUSE_BYTES:
+        one = _one_object(w, p, rec)
+        if one is not None:
+            return one
+    if p.marks is None and nw is not None and rec:
+        data = nw.read(p)
+        if data is None:
+            return PageWalk(damaged=True, skipped=p.end - p.start)
+        return nw.walk(p, data, rec)
+    words = w.read_page(p)
+    if words is None:
+        return PageWalk(damaged=True, skipped=p.end - p.start)
     if p.marks is not None:
         r = w.marked_walk(p, words, rec)
-    elif nw is not None and rec:
-        r = nw.walk(p, words.obj if hasattr(words, "obj") else words.tobytes(), rec)
     else:
         r = w.walk(p, words, rec, None, sink)
     if not rec:

@@ -62,9 +62,15 @@ class CoreBackend:
         self._segs: list[tuple[int, int, int, int]] = []  # (vaddr, memsz, offset, filesz)
         self._loads: dict[str, list[tuple[int, int, int]]] = {}
         size = self.elf.size
-        self.truncated = len(self.elf.segments) < min(self.elf.e_phnum, 4096)
+        # Headers past the end of a cut file are lost too (elf.segments keeps those that fit).
+        self.truncated = len(self.elf.segments) < self.elf.phnum and not self.elf.phnum_capped
         # How long the core should be, by its program headers (for the truncation warning).
         self.expected_size = max([s.offset + s.filesz for s in self.elf.segments] + [size])
+        if self.elf.e_shoff:
+            # The section headers (a PN_XNUM core's count) come last.
+            shend = self.elf.e_shoff + 64 * max(1, self.elf.e_shnum)
+            self.expected_size = max(self.expected_size, shend)
+            self.truncated |= shend > size
         for seg in self.elf.segments:
             if seg.type == PT_LOAD:
                 filesz = seg.filesz
@@ -78,8 +84,18 @@ class CoreBackend:
                     self.truncated = True
                 self._parse_notes(self.elf._map[seg.offset:end])
         self._segs.sort()
+        # Program headers past the end are lost with their segments: the size
+        # the core should have is then only known to be at least expected_size.
+        self.headers_lost = len(self.elf.segments) < self.elf.phnum
+        # Caps of this reader that the core reached, in words (front ends warn).
+        self.limits: list[str] = []
+        if self.elf.phnum_capped:
+            self.limits.append(f"{core_path} has {self.elf.phnum} program headers: only the "
+                               f"first {len(self.elf.segments)} are read")
         self._starts = [s[0] for s in self._segs]
         self._files: dict[str, ElfFile | None] = {}
+        self._file_sorted: list[FileMapping] = []
+        self._file_starts: list[int] | None = None
         if binary_path:
             self._files[self._main_path() or self.binary_path] = ElfFile(binary_path)
 
@@ -208,30 +224,53 @@ class CoreBackend:
             return self.elf._map[offset + rel:offset + rel + size]
         raise TargetMemoryError(address, size, "not in the core")
 
+    def read_into(self, address: int, buf: memoryview) -> bool:
+        """Fill buf with the bytes at address when the core holds them all in
+        one segment (a heap page), without a new buffer per read; else False."""
+        size = len(buf)
+        i = bisect.bisect_right(self._starts, address) - 1
+        if i < 0 or self._fd is None:
+            return False
+        vaddr, _memsz, offset, filesz = self._segs[i]
+        rel = address - vaddr
+        if rel + size > filesz:
+            return False
+        try:
+            return os.preadv(self._fd, [buf], offset + rel) == size
+        except OSError:
+            return False
+
     def read(self, address: int, size: int) -> bytes:
         try:
             return self._read_core(address, size)
         except TargetMemoryError:
             pass
         # Not dumped: a file-backed page, read from the file itself.
-        for m in self.mappings_raw:
-            if m.start <= address < m.end:
-                if address + size > m.end:
-                    break
+        m = self._file_mapping(address)
+        if m is not None:
+            if address + size <= m.end:
                 elf = self._file(m.path)
-                if elf is None:
-                    break
-                foff = m.offset + (address - m.start)
-                link = self._link_of(m.path, elf, foff)
-                if link is not None:
-                    data = elf.read(link, size)
-                    if data is not None and len(data) == size:
-                        return data
-                if foff + size > elf.size:
-                    break
-                return elf._map[foff:foff + size]
+                if elf is not None:
+                    foff = m.offset + (address - m.start)
+                    link = self._link_of(m.path, elf, foff)
+                    if link is not None:
+                        data = elf.read(link, size)
+                        if data is not None and len(data) == size:
+                            return data
+                    if foff + size <= elf.size:
+                        return elf._map[foff:foff + size]
         # A read spanning two core segments (adjacent mappings).
         return self._read_spanning(address, size)
+
+    def _file_mapping(self, address: int) -> FileMapping | None:
+        """The NT_FILE mapping holding address (bisected: a core may list thousands)."""
+        if self._file_starts is None:
+            self._file_sorted = sorted(self.mappings_raw, key=lambda m: m.start)
+            self._file_starts = [m.start for m in self._file_sorted]
+        i = bisect.bisect_right(self._file_starts, address) - 1
+        if i >= 0 and address < self._file_sorted[i].end:
+            return self._file_sorted[i]
+        return None
 
     def _link_of(self, path: str, elf: ElfFile, foff: int) -> int | None:
         """The link address of byte `foff` of the file the process mapped (the
@@ -252,9 +291,12 @@ class CoreBackend:
         parts = []
         pos = address
         end = address + size
-        guard = 0
-        while pos < end and guard < 4096:
-            guard += 1
+        # Each step ends a segment of at least a page, so this bounds the loop.
+        guard = size // 4096 + 2
+        while pos < end:
+            guard -= 1
+            if guard < 0:
+                raise TargetMemoryError(address, size)
             i = bisect.bisect_right(self._starts, pos) - 1
             if i < 0:
                 raise TargetMemoryError(address, size)

@@ -27,6 +27,13 @@ STT_FUNC = 2
 STT_OBJECT = 1
 NT_GNU_BUILD_ID = 3
 EM_X86_64 = 62
+PN_XNUM = 0xFFFF
+SHN_XINDEX = 0xFFFF
+# Far above real files: a core has a program header per mapping (V8 maps each
+# heap page apart, so a 64 GB heap is some 250,000), a binary a few hundred
+# thousand sections at most. A file beyond them is reported, never cut silently.
+MAX_PROGRAM_HEADERS = 1 << 24
+MAX_SECTIONS = 1 << 20
 _MACHINES = {3: "x86 (i386)", 8: "MIPS", 20: "PowerPC", 21: "PowerPC64", 22: "s390x",
              40: "ARM (32-bit)", 43: "SPARC v9", 62: "x86-64", 183: "aarch64 (ARM64)",
              243: "RISC-V", 258: "LoongArch"}
@@ -143,6 +150,12 @@ class ElfFile:
         (self.e_phoff, self.e_shoff) = struct.unpack_from("<QQ", m, 32)
         (self.e_phentsize, self.e_phnum, self.e_shentsize, self.e_shnum,
          self.e_shstrndx) = struct.unpack_from("<HHHHH", m, 54)
+        self.phnum = self.e_phnum
+        self.phnum_capped = False
+        if self.e_phnum == PN_XNUM:
+            # More program headers than 16 bits count: section 0's sh_info holds the number.
+            zero = self._section0()
+            self.phnum = zero[2] if zero else self._phnum_before_data()
         self.segments = self._read_segments()
         self.sections = self._read_sections()
         self._by_name = {s.name: s for s in self.sections}
@@ -154,28 +167,54 @@ class ElfFile:
         return len(self._map)
 
     def _read_segments(self) -> list[Segment]:
-        out = []
         m = self._map
         # A cut file (a truncated core) keeps the headers that fit.
         fit = max(0, (len(m) - self.e_phoff) // 56) if self.e_phoff < len(m) else 0
-        for i in range(min(self.e_phnum, 4096, fit)):
-            p_type, p_flags, p_offset, p_vaddr, _pa, p_filesz, p_memsz, _al = (
-                struct.unpack_from("<IIQQQQQQ", m, self.e_phoff + i * 56))
-            out.append(Segment(p_type, p_offset, p_vaddr, p_filesz, p_memsz, p_flags))
-        return out
+        n = min(self.phnum, fit, MAX_PROGRAM_HEADERS)
+        self.phnum_capped = self.phnum > MAX_PROGRAM_HEADERS and fit > MAX_PROGRAM_HEADERS
+        table = m[self.e_phoff:self.e_phoff + n * 56]
+        return [Segment(p_type, p_offset, p_vaddr, p_filesz, p_memsz, p_flags)
+                for p_type, p_flags, p_offset, p_vaddr, _pa, p_filesz, p_memsz, _al
+                in struct.iter_unpack("<IIQQQQQQ", table)]
+
+    def _phnum_before_data(self) -> int:
+        """The program header count of a PN_XNUM file whose section header 0 is
+        missing (a core cut short: the kernel writes that header last): the
+        table runs up to the data of its first entry."""
+        if self.e_phoff + 56 > len(self._map):
+            return 0
+        first = struct.unpack_from("<Q", self._map, self.e_phoff + 8)[0]
+        return max(0, (first - self.e_phoff) // 56) if first > self.e_phoff else 0
+
+    def _section0(self) -> tuple[int, int, int] | None:
+        """(sh_size, sh_link, sh_info) of section header 0, where a file with
+        too many sections or program headers for the ELF header's 16-bit
+        fields keeps the real counts (PN_XNUM, SHN_XINDEX)."""
+        if not self.e_shoff or self.e_shoff + 64 > len(self._map):
+            return None
+        (_name, _type, _flags, _addr, _off, size, link, info, _align,
+         _ent) = struct.unpack_from("<IIQQQQIIQQ", self._map, self.e_shoff)
+        return size, link, info
 
     def _read_sections(self) -> list[Section]:
         m = self._map
-        if not self.e_shoff or self.e_shoff + self.e_shnum * 64 > len(m):
+        shnum = self.e_shnum
+        if shnum == 0 and self.e_shoff:
+            zero = self._section0()
+            shnum = zero[0] if zero else 0
+        if not self.e_shoff or self.e_shoff + shnum * 64 > len(m):
             return []
         raw = []
-        for i in range(min(self.e_shnum, 65535)):
+        for i in range(min(shnum, MAX_SECTIONS)):
             (name, stype, _flags, addr, offset, size, link, _info, _align,
              entsize) = struct.unpack_from("<IIQQQQIIQQ", m, self.e_shoff + i * 64)
             raw.append((name, stype, addr, offset, size, link, entsize))
-        if self.e_shstrndx >= len(raw):
+        strndx = self.e_shstrndx
+        if strndx == SHN_XINDEX and raw:
+            strndx = raw[0][5]
+        if strndx >= len(raw):
             return []
-        stroff = raw[self.e_shstrndx][3]
+        stroff = raw[strndx][3]
         out = []
         for name, stype, addr, offset, size, link, entsize in raw:
             end = m.find(b"\0", stroff + name)
@@ -234,7 +273,7 @@ class ElfFile:
                 return []
             bias = firsts[0] - (min(seg.vaddr for seg in loads) & ~0xfff)
         out = []
-        for start, end, off in maps[:4096]:
+        for start, end, off in maps:
             lo, hi = start - bias, end - bias
             if any(seg.vaddr < hi and lo < seg.vaddr + seg.memsz for seg in loads):
                 out.append((off, off + (end - start), lo))

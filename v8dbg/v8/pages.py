@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..errors import TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
 from ..target.backend import proc_regions
+from .metadata import warn_once
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -29,13 +30,15 @@ if TYPE_CHECKING:
 PAGE_SIZE_LIMIT = 1 << 30  # a large-object page may be big, not bigger than this
 
 
-MAX_PAGES = 200000
+# Far above real heaps (a 64 GB heap is some 250,000 pages of 256 KB); a cap
+# that is hit is reported.
+MAX_PAGES = 1 << 22
 
 
 MIN_HEAP_PAGES = 3
 
 
-MAX_REGION_PROBES = 4 << 20
+MAX_REGION_PROBES = 1 << 24  # page-aligned places looked at: 4 TB of memory
 
 
 LAB_SEARCH_BEFORE = 0x20000
@@ -179,6 +182,11 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
     if not cands:
         raise V8DbgError("found no V8 heap pages in the target's memory"
                          " (is the core complete?)")
+    if probes >= MAX_REGION_PROBES:
+        warn_once(f"the target's memory was searched for heap pages only up to "
+                  f"{MAX_REGION_PROBES} page-aligned places: pages past them are left out")
+    if len(cands) > MAX_PAGES:
+        warn_once(f"{len(cands)} heap pages found: only the first {MAX_PAGES} are read")
     heaps: dict[int, list[Page]] = {}
     for p in cands[:MAX_PAGES]:
         heaps.setdefault(p.heap, []).append(p)

@@ -8,6 +8,7 @@ return a `Result` (a JSON document plus its text rendering); they never print.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import shlex
@@ -31,14 +32,35 @@ class Result:
 
 
 class ArgumentError(V8DbgError):
-    pass
+    """A usage error: a flag or argument the command does not take (the CLI
+    exits 2 for it and shows the command's usage)."""
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """` (did you mean X?)` for the choices close to a mistyped word, else ''."""
+    close = difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def explain_usage(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's message, with the flags meant by mistyped ones."""
+    head, sep, rest = message.partition("unrecognized arguments: ")
+    if not sep:
+        return message
+    flags = [o for a in parser._actions for o in a.option_strings]
+    hints = [did_you_mean(w.split("=", 1)[0], flags) for w in rest.split() if w.startswith("-")]
+    return message + "".join(h for h in hints if h)
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting the debugger."""
+    """argparse that raises instead of exiting the debugger. Flags are taken
+    only whole (no abbreviations), the same in every front end."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise ArgumentError(f"{self.prog}: {message}")
+        raise ArgumentError(f"{self.prog}: {explain_usage(self, message)}")
 
     def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
         raise _HelpShown(message or "")
@@ -111,6 +133,8 @@ class Session:
         # What to tell the user when there is no node binary, in the front end's own terms.
         self.no_binary = no_binary
         self.interrupted = False
+        # The last command failed on its arguments (the CLI exits 2 then).
+        self.usage_error = False
         self._prog: Program | None = None
         self._key: object = None
         self.evaluate = evaluate or parse_address
@@ -172,9 +196,11 @@ class Session:
             debug = True
         cmd = COMMANDS.get(name)
         if cmd is None:
-            return f"v8dbg: unknown command '{name}'", False
+            self.usage_error = True
+            return f"v8dbg: unknown command '{name}'{did_you_mean(name, list(COMMANDS))}", False
         errors.DEBUG = debug
         self.interrupted = False
+        self.usage_error = False
         try:
             return self._run(cmd, name, argv, want_json, debug)
         finally:
@@ -187,6 +213,11 @@ class Session:
             res = cmd.func(self, args)
         except _HelpShown:
             return cmd.help.rstrip(), True
+        except ArgumentError as e:
+            self.usage_error = True
+            msg = str(e)
+            return _error(msg if msg.startswith(f"{name}: ") else f"{name}: {msg}", want_json), \
+                False
         except V8DbgError as e:
             return _error(str(e), want_json), False
         except KeyboardInterrupt:

@@ -12,7 +12,7 @@ from ..stack.frames import Frame, StackDecoder
 from ..target.backend import ThreadInfo
 from ..v8.metadata import warn_once
 from ..values import preview
-from .base import Result, Session, command, hexaddr
+from .base import ArgumentError, Result, Session, command, hexaddr
 
 MAX_THREADS = 4096
 
@@ -139,9 +139,9 @@ def _jsstack(p: argparse.ArgumentParser):
         return data, "\n".join([head] + [frame_text(fj, args.v) for fj in fjs])
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
-        prog = sess.program()
         if args.n is not None and args.n < 0:
-            raise V8DbgError("jsstack: -n takes a number of frames >= 0")
+            raise ArgumentError("jsstack: -n takes a number of frames >= 0")
+        prog = sess.program()
         if not args.all:
             data, text = one(prog, pick_thread(prog, args.thread), args)
             return Result(data, text)

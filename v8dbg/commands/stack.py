@@ -125,7 +125,8 @@ def _jsstack(p: argparse.ArgumentParser):
     p.add_argument("--json", action="store_true", help="print one line of JSON")
     p.add_argument("--thread", type=int, metavar="TID", help="a thread other than the selected one")
     p.add_argument("--all", action="store_true",
-                   help="every thread that runs JavaScript (main thread and workers)")
+                   help="every thread of the process, idle ones too (JavaScript on the "
+                        "main thread and workers, native frames only on the others)")
 
     def one(prog: Program, thread: ThreadInfo, args: argparse.Namespace) -> tuple[dict, str]:
         frames = thread_frames(prog, thread)
@@ -145,17 +146,28 @@ def _jsstack(p: argparse.ArgumentParser):
         if not args.all:
             data, text = one(prog, pick_thread(prog, args.thread), args)
             return Result(data, text)
+        threads = prog.backend.threads()
+        if not threads:
+            raise V8DbgError("the target has no threads")
+        # The selected thread first, then by id: the same order in every front
+        # end (gdb lists the newest thread first).
+        selected = prog.backend.selected_thread()
+        threads = sorted(threads, key=lambda t: (t.tid != selected, t.tid))
+        if len(threads) > MAX_THREADS:
+            warn_once(f"jsstack --all: the target has {len(threads)} threads; the first "
+                      f"{MAX_THREADS} are shown")
         docs, texts = [], []
-        for t in prog.backend.threads()[:MAX_THREADS]:
-            if t.regs is None:
-                continue
-            if not any(fr.kind == "js" for fr in thread_frames(prog, t)):
-                continue
-            data, text = one(prog, t, args)
+        for t in threads[:MAX_THREADS]:
+            try:
+                data, text = one(prog, t, args)
+            except V8DbgError as e:
+                # One thread that cannot be walked does not hide the others.
+                data = {"thread": {"tid": t.tid, "name": t.name}, "frames": [],
+                        "error": str(e)}
+                text = f"thread {t.tid}" + (f" ({t.name})" if t.name else "") + \
+                    f"\n    v8dbg: {e}"
             docs.append(data)
             texts.append(text)
-        if not docs:
-            raise V8DbgError("no thread is running JavaScript")
         return Result({"threads": docs}, "\n\n".join(texts))
 
     return run

@@ -1,4 +1,4 @@
-"""The CLI as a new user meets it: usage errors and mistyped commands.
+"""The CLI as a new user meets it: usage errors, mistyped commands, the binary note.
 
 - Every usage error exits 2 and shows the sub-command's own usage line after
   one `v8dbg: COMMAND: ...` line: an unknown or abbreviated flag (flags are
@@ -7,6 +7,9 @@
   with --json the error is also the JSON document.
 - A mistyped command is answered with the commands it is close to; the
   debuggers' `v8dbg` (their list of commands) is no command of the CLI.
+- The note naming the node binary taken from the core: in the CLI only when
+  that file is not where the core says (found under --sysroot); in gdb and
+  lldb once per session.
 """
 
 from __future__ import annotations
@@ -120,3 +123,27 @@ def test_debuggers_suggest_flags_and_commands(core: Path) -> None:
     lldb = run_lldb(VERSION, ["jsstack --jso", "jsstack -n -1"], core=core)
     assert "v8dbg: jsstack: unrecognized arguments: --jso (did you mean --json?)" in lldb[0]
     assert "v8dbg: jsstack: -n takes a number of frames >= 0" in lldb[1], lldb[1]
+
+
+def test_binary_note(core: Path, tmp_path: Path) -> None:
+    # The core names the node file that ran, and it is there: nothing to say.
+    p = cli("jsstack", "-n", "1", "--core", str(core))
+    assert p.returncode == 0 and p.stdout.startswith("thread "), p.stdout + p.stderr
+    assert "note" not in p.stderr, p.stderr
+    # Found under --sysroot: the note names the file used.
+    from v8dbg.target.corefile import CoreBackend
+    named = CoreBackend(str(core)).executable()
+    assert named and os.path.samefile(named, node_binary(VERSION)), named
+    copy = tmp_path / named.lstrip("/")
+    copy.parent.mkdir(parents=True)
+    copy.symlink_to(node_binary(VERSION))
+    p = cli("jsstack", "-n", "1", "--core", str(core), "--sysroot", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert NOTE.findall(p.stderr) == [str(copy)], p.stderr
+    # gdb and lldb without the binary: once per session, however many commands.
+    cmds = ["jsstack -n 1", "jsstack -n 1", "nodeinfo"]
+    for out in (run_gdb(VERSION, cmds, core=core, no_binary=True, merged=True),
+                run_lldb(VERSION, cmds, core=core, no_binary=True, merged=True)):
+        whole = "\n".join(out)
+        assert len(NOTE.findall(whole)) == 1, whole
+        assert all("thread " in o for o in out[:2]), whole

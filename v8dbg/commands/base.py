@@ -127,9 +127,13 @@ class Session:
 
     def __init__(self, backend_factory: Callable[[], Backend], binary: str | None = None,
                  evaluate: Callable[[str], int] | None = None,
-                 no_binary: str = "no node binary: pass --binary NODE") -> None:
+                 no_binary: str = "no node binary: pass --binary NODE",
+                 binary_note: Callable[[Backend, str], bool] | None = None) -> None:
         self._factory = backend_factory
         self._binary = binary
+        # Whether to name the node file taken from the core (default: yes, once
+        # per session, as the note is printed once per process).
+        self._binary_note = binary_note
         # What to tell the user when there is no node binary, in the front end's own terms.
         self.no_binary = no_binary
         self.interrupted = False
@@ -151,7 +155,7 @@ class Session:
             prog.check_binary()
             from ..v8.metadata import note_once, warn_once
             taken = _binary_from_core(backend) if not self._binary else None
-            if taken:
+            if taken and (self._binary_note is None or self._binary_note(backend, taken)):
                 note_once(f"node binary {taken}, as the core names it")
             if prog.md.unsupported:
                 warn_once(prog.md.unsupported)

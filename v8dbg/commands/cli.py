@@ -102,7 +102,7 @@ def _target_options() -> argparse.ArgumentParser:
                    help="the core file to read (from the kernel or from gcore)")
     g.add_argument("--binary", metavar="NODE",
                    help="the node binary that ran (default: the file the core names; "
-                        "a note says which)")
+                        "a note says which when it was found elsewhere)")
     g.add_argument("--sysroot", metavar="DIR",
                    help="look for the libraries the core names under DIR, as gdb's `set "
                         "sysroot` (a core from another machine)")
@@ -212,6 +212,14 @@ def core_file_problem(path: str) -> str | None:
     return None
 
 
+def _found_elsewhere(backend, taken: str) -> bool:
+    """Whether the node file taken from the core is not the file the core
+    names (found under --sysroot, or by build-id along --solib-path): each run
+    of the CLI is a session of its own, and a note on every run would only
+    repeat the path the core holds."""
+    return taken not in {m.path for m in getattr(backend, "mappings_raw", ())}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -300,7 +308,7 @@ def _main(argv: list[str], prog: str) -> int:
             backend_box.append(backend)
         return backend_box[0]
 
-    sess = Session(factory, binary)
+    sess = Session(factory, binary, binary_note=_found_elsewhere)
     text, ok = sess.run(name, rest)
     if sess.usage_error:
         # Found by the command itself (an address that is no number, a count below 0).

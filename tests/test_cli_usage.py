@@ -120,9 +120,11 @@ def test_debuggers_suggest_flags_and_commands(core: Path) -> None:
     assert "v8dbg: jsstack: unrecognized arguments: --jso (did you mean --json?)" in gdb[0]
     assert "v8dbg: unknown command 'jstack' (did you mean jsstack?)" in gdb[1], gdb[1]
     assert "v8dbg: jsstack: -n takes a number of frames >= 0" in gdb[2], gdb[2]
-    lldb = run_lldb(VERSION, ["jsstack --jso", "jsstack -n -1"], core=core)
+    lldb = run_lldb(VERSION, ["jsstack --jso", "jsstack -n -1", "v8dbg jstack"], core=core)
     assert "v8dbg: jsstack: unrecognized arguments: --jso (did you mean --json?)" in lldb[0]
     assert "v8dbg: jsstack: -n takes a number of frames >= 0" in lldb[1], lldb[1]
+    # lldb's commands have no sub-commands: `v8dbg NAME` is answered as a name.
+    assert "v8dbg: unknown command 'jstack' (did you mean jsstack?)" in lldb[2], lldb[2]
 
 
 def test_binary_note(core: Path, tmp_path: Path) -> None:

@@ -220,8 +220,11 @@ class Session:
         except ArgumentError as e:
             self.usage_error = True
             msg = str(e)
-            return _error(msg if msg.startswith(f"{name}: ") else f"{name}: {msg}", want_json), \
-                False
+            if name == "v8dbg":  # (the message's own `v8dbg: ` says which)
+                msg = msg.removeprefix("v8dbg: ")
+            elif not msg.startswith(f"{name}: "):
+                msg = f"{name}: {msg}"
+            return _error(msg, want_json), False
         except V8DbgError as e:
             return _error(str(e), want_json), False
         except KeyboardInterrupt:

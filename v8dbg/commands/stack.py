@@ -228,8 +228,18 @@ def _source_lines(dec: StackDecoder, fr: Frame, context: int = 3) -> list:
 
 @command("v8dbg", "list the v8dbg commands", needs_program=False)
 def _help(p: argparse.ArgumentParser):
+    p.add_argument("word", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
     def run(sess: Session, args: argparse.Namespace) -> Result:
-        from .base import COMMANDS
+        from .base import COMMANDS, did_you_mean
+        if args.word:
+            # lldb has no sub-commands: `v8dbg jstack` is a mistyped name there.
+            word = args.word[0]
+            names = sorted(n for n in COMMANDS if n != "v8dbg")
+            if word in names:
+                raise ArgumentError(f"type `{word}` itself (each command has its own name)")
+            raise ArgumentError(f"unknown command '{word}'{did_you_mean(word, names)}; "
+                                "`v8dbg` lists them")
         rows = [(c.name, c.summary) for c in COMMANDS.values() if c.name != "v8dbg"]
         text = "v8dbg commands (each takes -h for help):\n" + "\n".join(
             f"  {n:16} {s}" for n, s in sorted(rows))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT, json_line, make_core, node_binary, run_gdb, run_lldb
+from support import ROOT, VERSIONS, json_line, make_core, node_binary, run_gdb, run_lldb
 
 VERSION = "24.21.0"
 NOTE = re.compile(r"^v8dbg: note: node binary (\S+), as the core names it$", re.M)
@@ -127,7 +127,10 @@ def test_debuggers_suggest_flags_and_commands(core: Path) -> None:
     assert "v8dbg: unknown command 'jstack' (did you mean jsstack?)" in lldb[2], lldb[2]
 
 
-def test_binary_note(core: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+def test_binary_note(version: str, tmp_path: Path) -> None:
+    core = make_core(version, "stack.js", ("--allow-natives-syntax",),
+                     {"V8DBG_TIER": "interpreted"}) / "core"
     # The core names the node file that ran, and it is there: nothing to say.
     p = cli("jsstack", "-n", "1", "--core", str(core))
     assert p.returncode == 0 and p.stdout.startswith("thread "), p.stdout + p.stderr
@@ -135,17 +138,17 @@ def test_binary_note(core: Path, tmp_path: Path) -> None:
     # Found under --sysroot: the note names the file used.
     from v8dbg.target.corefile import CoreBackend
     named = CoreBackend(str(core)).executable()
-    assert named and os.path.samefile(named, node_binary(VERSION)), named
+    assert named and os.path.samefile(named, node_binary(version)), named
     copy = tmp_path / named.lstrip("/")
     copy.parent.mkdir(parents=True)
-    copy.symlink_to(node_binary(VERSION))
+    copy.symlink_to(node_binary(version))
     p = cli("jsstack", "-n", "1", "--core", str(core), "--sysroot", str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert NOTE.findall(p.stderr) == [str(copy)], p.stderr
     # gdb and lldb without the binary: once per session, however many commands.
     cmds = ["jsstack -n 1", "jsstack -n 1", "nodeinfo"]
-    for out in (run_gdb(VERSION, cmds, core=core, no_binary=True, merged=True),
-                run_lldb(VERSION, cmds, core=core, no_binary=True, merged=True)):
+    for out in (run_gdb(version, cmds, core=core, no_binary=True, merged=True),
+                run_lldb(version, cmds, core=core, no_binary=True, merged=True)):
         whole = "\n".join(out)
         assert len(NOTE.findall(whole)) == 1, whole
         assert all("thread " in o for o in out[:2]), whole

@@ -44,7 +44,7 @@ def did_you_mean(word: str, choices: list[str]) -> str:
 
 def explain_usage(parser: argparse.ArgumentParser, message: str) -> str:
     """argparse's message, with the flags meant by mistyped ones."""
-    head, sep, rest = message.partition("unrecognized arguments: ")
+    _, sep, rest = message.partition("unrecognized arguments: ")
     if not sep:
         return message
     flags = [o for a in parser._actions for o in a.option_strings]

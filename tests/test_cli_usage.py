@@ -79,6 +79,8 @@ def test_bad_values(core: Path) -> None:
             (["jsstack", "-n", "three"], "v8dbg: jsstack: argument -n: invalid int value: 'three'"),
             (["jsstack", "-n", "-1"], "v8dbg: jsstack: -n takes a number of frames >= 0"),
             (["jsframe"], "v8dbg: jsframe: the following arguments are required: N"),
+            (["jsstack", "--all", "--thread", "1"],
+             "v8dbg: jsstack: argument --thread: not allowed with argument --all"),
             (["findjsinstances", "-n", "-1", "Widget"],
              "v8dbg: findjsinstances: -n takes a number of addresses >= 0"),
             (["jsprint", "-d", "-1", "0x11"], "v8dbg: jsprint: -d and -N take numbers >= 0"),

@@ -123,10 +123,12 @@ def _jsstack(p: argparse.ArgumentParser):
                    help="also show V8-internal frames (entry, exit, stub, builtin)")
     p.add_argument("-n", type=int, metavar="N", help="show at most N frames")
     p.add_argument("--json", action="store_true", help="print one line of JSON")
-    p.add_argument("--thread", type=int, metavar="TID", help="a thread other than the selected one")
-    p.add_argument("--all", action="store_true",
-                   help="every thread of the process, idle ones too (JavaScript on the "
-                        "main thread and workers, native frames only on the others)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--thread", type=int, metavar="TID",
+                       help="a thread other than the selected one")
+    which.add_argument("--all", action="store_true",
+                       help="every thread of the process, idle ones too (JavaScript on the "
+                            "main thread and workers, native frames only on the others)")
 
     def one(prog: Program, thread: ThreadInfo, args: argparse.Namespace) -> tuple[dict, str]:
         frames = thread_frames(prog, thread)

@@ -150,7 +150,7 @@ def main() -> None:
     if "cli" in fes:
         # A few fresh processes: on a shared machine one run's wall time is noisy.
         # A first run, not timed, leaves the compiled bytecode behind.
-        cli(args.version, core, "v8dbg")
+        cli(args.version, core, "--version")
         runs = []
         for _ in range(args.runs):
             wall, rss, out = cli(args.version, core, "findjsobjects --json")
@@ -168,7 +168,7 @@ def main() -> None:
               f"(whole process), peak RSS {rss:.0f} MB; Item count {items}, "
               f"{doc.get('total_objects')} live objects{faster}")
         print(f"     load average at the end: {os.getloadavg()[0]:.2f}")
-        wall0, _r, _o = cli(args.version, core, "v8dbg")
+        wall0, _r, _o = cli(args.version, core, "--version")
         print(f"     (python start-up and command loading alone: {wall0:.2f} s wall, "
               f"{CPU[0]:.2f} s CPU)")
     for fe in ("gdb", "lldb"):

@@ -156,6 +156,54 @@ def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env:
     return d
 
 
+def gcore(pid: int, core: Path) -> None:
+    """`gcore` of a process by gdb, written sparse (gdb writes every zero page out)."""
+    subprocess.run([GDB, "-nx", "-q", "-batch", "-p", str(pid), "-ex", f"gcore {core}"],
+                   capture_output=True, timeout=120)
+    if not core.exists():
+        raise RuntimeError(f"gcore of {pid} made no core")
+    write_sparse(core, core.read_bytes())
+
+
+def gcore_of(version: str, fixture: str, timeout: float = 60) -> Path:
+    """A gcore of node VERSION running FIXTURE once it has written `ready`;
+    returns its directory, cached like make_core's. It holds `core` and
+    `threads.json`: the process's threads ([tid, name] from /proc/PID/task)
+    while it was stopped for the core."""
+    src = (FIXTURES / fixture).read_text()
+    d = CACHE / "cores" / version / f"{Path(fixture).stem}-gcore-{_key(src)}"
+    if (d / "done").exists():
+        return d
+    d.parent.mkdir(parents=True, exist_ok=True)
+    with open(d.parent / f"{d.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (d / "done").exists():
+            return d
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        env = dict(os.environ, V8DBG_OUT=str(d))
+        proc = subprocess.Popen([str(node_binary(version)), str(FIXTURES / fixture)], cwd=d,
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + timeout
+            while not (d / "ready").exists():
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"node {version} {fixture} did not start")
+                time.sleep(0.05)
+            os.kill(proc.pid, signal.SIGSTOP)
+            task = Path(f"/proc/{proc.pid}/task")
+            threads = [[int(t.name), (t / "comm").read_text().strip()]
+                       for t in sorted(task.iterdir(), key=lambda t: int(t.name))]
+            gcore(proc.pid, d / "core")
+            (d / "threads.json").write_text(json.dumps(threads))
+        finally:
+            proc.kill()
+            proc.wait()
+        (d / "done").write_text("ok")
+    return d
+
+
 # Libraries whose paths a "moved" core names as missing files, as a core
 # read on another machine does (a different distribution or image).
 MOVED_LIBS = (b"x86_64-linux-gnu/libc.so.6", b"x86_64-linux-gnu/libstdc++.so.6")

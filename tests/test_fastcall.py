@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from support import (CACHE, FIXTURES, FRONTENDS, GDB, ROOT, SWEEP, VERSIONS, LiveNode, _key,
-                     core_program, fetch_node, json_line, major, moved_core, node_binary, run_cli,
-                     run_gdb, run_lldb, write_sparse)
+from support import (CACHE, FIXTURES, FRONTENDS, ROOT, SWEEP, VERSIONS, LiveNode, _key,
+                     core_program, fetch_node, gcore, json_line, major, moved_core, node_binary,
+                     run_cli, run_gdb, run_lldb, write_sparse)
 from test_stack import compare, expected_frames
 
 FIXTURE = "fastcall.js"
@@ -84,14 +84,6 @@ def _pc(pid: int) -> int:
     return int(parts[2], 16) if len(parts) == 3 and parts[0] == "-1" else 0
 
 
-def _gcore(pid: int, core: Path) -> None:
-    subprocess.run([GDB, "-nx", "-q", "-batch", "-p", str(pid), "-ex", f"gcore {core}"],
-                   capture_output=True, timeout=120)
-    if not core.exists():
-        raise RuntimeError(f"gcore of {pid} made no core")
-    write_sparse(core, core.read_bytes())  # gdb writes every zero page out
-
-
 def fast_call_core(version: str) -> Path:
     """A core of the fixture stopped with its main thread in libc inside a fast
     API call; cached under .cache/cores, keyed by the fixture's text."""
@@ -127,7 +119,7 @@ def _take(d: Path, version: str) -> None:
         os.kill(pid, signal.SIGSTOP)
         _stopped(pid)
         first = d / "core-first"
-        _gcore(pid, first)
+        gcore(pid, first)
         addr = _fast_fp_address(first, version)
         libc = _libc_text(pid)
         tries, end = 0, time.time() + STOP_SECONDS
@@ -147,7 +139,7 @@ def _take(d: Path, version: str) -> None:
                 os.kill(pid, signal.SIGSTOP)
                 _stopped(pid)
         first.unlink()
-        _gcore(pid, d / "core")
+        gcore(pid, d / "core")
         (d / "stop.json").write_text(json.dumps({"fp": fp, "pc": pc, "tries": tries}))
     finally:
         proc.kill()

@@ -104,13 +104,14 @@ def test_libraries_pointed_at_give_native_frames(frontend, version, cores):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_node_taken_from_the_core(frontend, version, cores):
     """`gdb -c core`, `lldb -c core` and the CLI without --binary find node
-    from the core and say which file they took."""
+    from the core; gdb and lldb say which file they took (the CLI only when it
+    is not where the core says: tests/test_cli_usage.py)."""
     d = cores[version]
     out = run(frontend, version, d / "core", ["jsstack --json"], no_binary=True)[0]
     compare(json_line(out), (d / "expected-stack.txt").read_text())
     notes = [l for l in out.splitlines() if "v8dbg: note: node binary" in l]
-    assert len(notes) == 1, out[-2000:]
-    assert f"/node/{version}/bin/node" in notes[0]
+    assert len(notes) == (0 if frontend == "cli" else 1), out[-2000:]
+    assert all(f"/node/{version}/bin/node" in n for n in notes), notes
 
 
 def json_lines(text: str) -> list[dict]:
@@ -303,7 +304,8 @@ def test_different_library_and_all_threads(version, cores, tmp_path):
     ws = warnings(out)
     assert len(ws) == 1 and MOVED_LIBC in ws[0], out[-1500:]
     assert f"differs on this machine: {wrong} has build-id" in ws[0]
-    threads = json_line(every)["threads"]
+    threads = [t for t in json_line(every)["threads"]
+               if any(f["kind"] == "js" for f in t["frames"])]
     assert len(threads) == 1
     compare({"frames": threads[0]["frames"]}, (d / "expected-stack.txt").read_text())
 

@@ -1,11 +1,19 @@
-"""worker_threads: each worker's JS stack on its own thread, and `jsstack --all`."""
+"""worker_threads: each worker's JS stack on its own thread, and `jsstack --all`.
+
+`jsstack --all` lists every thread: those running JavaScript with their JS
+frames, the others (V8's and libuv's pools, node's own) with their native
+frames; on a gcore of an idle node, every thread the kernel listed in
+/proc/PID/task when the core was taken, none with a JS frame.
+"""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from support import (FRONTENDS, VERSIONS, LiveNode, json_line, make_core, read_json, run,
-                     run_gdb, run_lldb)
+from support import (FRONTENDS, VERSIONS, LiveNode, gcore_of, json_line, make_core, read_json,
+                     run, run_gdb, run_lldb)
 from test_stack import compare
 
 TOPS = {"main": "mainAbort", "alpha": "blockForever", "beta": "blockForever"}
@@ -23,9 +31,13 @@ def owner(doc: dict) -> str | None:
 
 def check_all(doc: dict, expected_dir) -> list[int]:
     threads = doc["threads"]
-    found = {owner(t): t for t in threads}
-    assert {"main", "alpha", "beta"} <= set(found), [owner(t) for t in threads]
-    assert all(owner(t) is not None for t in threads), "a thread without JS was listed"
+    found = {owner(t): t for t in threads if owner(t) is not None}
+    assert sorted(found) == ["alpha", "beta", "main"], [owner(t) for t in threads]
+    # The threads without JavaScript are listed too, with their native frames.
+    idle = [t for t in threads if owner(t) is None]
+    assert len(idle) >= 4, [t["thread"] for t in threads]
+    assert all(not any(f["kind"] == "js" for f in t["frames"]) for t in idle)
+    assert all(t["frames"] and t["frames"][0]["kind"] == "native" for t in idle), idle
     for name, t in found.items():
         compare(t, (expected_dir / f"expected-stack-{name}.txt").read_text(), TOPS[name])
         assert t["thread"]["tid"] > 0
@@ -43,6 +55,27 @@ def test_all_threads(frontend, version):
     doc = json_line(one[0])
     assert owner(doc) == "alpha"
     compare(doc, (d / "expected-stack-alpha.txt").read_text(), "blockForever")
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_all_threads_of_an_idle_process(frontend, version):
+    d = gcore_of(version, "idle.js")
+    tasks = json.loads((d / "threads.json").read_text())
+    out = run(frontend, version, d / "core", ["jsstack --all --json", "jsstack --all -n 4"])
+    threads = json_line(out[0])["threads"]
+    assert [t["thread"]["tid"] for t in threads] == [tid for tid, _ in tasks], (threads, tasks)
+    for t in threads:
+        assert "error" not in t and t["frames"], t
+        assert all(f["kind"] == "native" for f in t["frames"]), t
+    # The main thread waits in the event loop.
+    main = threads[0]
+    assert main["thread"]["tid"] == tasks[0][0]
+    assert any("uv_run" in (f.get("symbol") or "") for f in main["frames"]), main
+    # Text: each thread under its own heading, its native frames below.
+    heads = [int(line.split()[1]) for line in out[1].splitlines() if line.startswith("thread ")]
+    assert heads == [tid for tid, _ in tasks], out[1]
+    assert "no thread is running JavaScript" not in out[1]
 
 
 @pytest.mark.parametrize("debugger", ["gdb", "lldb"])

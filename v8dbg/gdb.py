@@ -10,7 +10,8 @@ import os
 
 import gdb  # type: ignore[import-not-found]
 
-from .commands import Command, Session, load_all
+from .commands import COMMANDS, Command, Session, load_all
+from .commands.base import did_you_mean
 from .commands.btframes import BtFrames
 from .errors import TargetMemoryError, V8DbgError
 from .gdb_bt import Hooks
@@ -280,7 +281,9 @@ v8dbg's commands, each also under its own name (jsstack = v8dbg jsstack).
 
     def invoke(self, argument: str, from_tty: bool) -> None:
         if argument.strip():
-            raise gdb.GdbError(f"v8dbg: unknown command '{argument.split()[0]}'; "
+            word = argument.split()[0]
+            names = [n for n in COMMANDS if n != "v8dbg"]
+            raise gdb.GdbError(f"v8dbg: unknown command '{word}'{did_you_mean(word, names)}; "
                                "`v8dbg` lists them")
         _run("v8dbg", "")
 

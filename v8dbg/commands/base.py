@@ -8,6 +8,7 @@ return a `Result` (a JSON document plus its text rendering); they never print.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import shlex
@@ -31,14 +32,35 @@ class Result:
 
 
 class ArgumentError(V8DbgError):
-    pass
+    """A usage error: a flag or argument the command does not take (the CLI
+    exits 2 for it and shows the command's usage)."""
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """` (did you mean X?)` for the choices close to a mistyped word, else ''."""
+    close = difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def explain_usage(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's message, with the flags meant by mistyped ones."""
+    _, sep, rest = message.partition("unrecognized arguments: ")
+    if not sep:
+        return message
+    flags = [o for a in parser._actions for o in a.option_strings]
+    hints = [did_you_mean(w.split("=", 1)[0], flags) for w in rest.split() if w.startswith("-")]
+    return message + "".join(h for h in hints if h)
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting the debugger."""
+    """argparse that raises instead of exiting the debugger. Flags are taken
+    only whole (no abbreviations), the same in every front end."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise ArgumentError(f"{self.prog}: {message}")
+        raise ArgumentError(f"{self.prog}: {explain_usage(self, message)}")
 
     def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
         raise _HelpShown(message or "")
@@ -105,12 +127,18 @@ class Session:
 
     def __init__(self, backend_factory: Callable[[], Backend], binary: str | None = None,
                  evaluate: Callable[[str], int] | None = None,
-                 no_binary: str = "no node binary: pass --binary NODE") -> None:
+                 no_binary: str = "no node binary: pass --binary NODE",
+                 binary_note: Callable[[Backend, str], bool] | None = None) -> None:
         self._factory = backend_factory
         self._binary = binary
+        # Whether to name the node file taken from the core (default: yes, once
+        # per session, as the note is printed once per process).
+        self._binary_note = binary_note
         # What to tell the user when there is no node binary, in the front end's own terms.
         self.no_binary = no_binary
         self.interrupted = False
+        # The last command failed on its arguments (the CLI exits 2 then).
+        self.usage_error = False
         self._prog: Program | None = None
         self._key: object = None
         self.evaluate = evaluate or parse_address
@@ -129,7 +157,7 @@ class Session:
             prog.check_binary()
             from ..v8.metadata import note_once, warn_once
             taken = _binary_from_core(backend) if not self._binary else None
-            if taken:
+            if taken and (self._binary_note is None or self._binary_note(backend, taken)):
                 note_once(f"node binary {taken}, as the core names it")
             if prog.md.unsupported:
                 warn_once(prog.md.unsupported)
@@ -177,9 +205,11 @@ class Session:
             debug = True
         cmd = COMMANDS.get(name)
         if cmd is None:
-            return f"v8dbg: unknown command '{name}'", False
+            self.usage_error = True
+            return f"v8dbg: unknown command '{name}'{did_you_mean(name, list(COMMANDS))}", False
         errors.DEBUG = debug
         self.interrupted = False
+        self.usage_error = False
         try:
             return self._run(cmd, name, argv, want_json, debug)
         finally:
@@ -192,6 +222,14 @@ class Session:
             res = cmd.func(self, args)
         except _HelpShown:
             return cmd.help.rstrip(), True
+        except ArgumentError as e:
+            self.usage_error = True
+            msg = str(e)
+            if name == "v8dbg":  # (the message's own `v8dbg: ` says which)
+                msg = msg.removeprefix("v8dbg: ")
+            elif not msg.startswith(f"{name}: "):
+                msg = f"{name}: {msg}"
+            return _error(msg, want_json), False
         except V8DbgError as e:
             return _error(str(e), want_json), False
         except KeyboardInterrupt:

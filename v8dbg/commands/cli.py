@@ -8,13 +8,15 @@ Also `v8dbg gdb ...` / `v8dbg lldb ...` (the debugger with v8dbg loaded) and
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from typing import NoReturn
 
 from .. import __version__
 from ..errors import V8DbgError
 from . import Command, Session, launch, load_all, profile
-from .base import truncation_first
+from .base import did_you_mean, explain_usage, truncation_first
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -64,15 +66,43 @@ def _prog_name() -> str:
     return "python -m v8dbg" if arg0 in ("__main__.py", "-m", "-c", "") else "v8dbg"
 
 
+class _CliParser(argparse.ArgumentParser):
+    """A parser of the standalone CLI: flags only whole (as in gdb and lldb),
+    and a usage error is `v8dbg: COMMAND: message`, the flags a mistyped one
+    may have meant, and this parser's own usage line; exit status 2. With
+    --json on the command line the message is also the JSON error document."""
+
+    json = False
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(**kwargs)
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        name = self.prog.split()[-1] if " " in self.prog else ""
+        usage_error(f"{name}: " if name and name != "v8dbg" else "",
+                    explain_usage(self, message), self.format_usage(), self.json)
+
+
+def usage_error(where: str, message: str, usage: str, as_json: bool = False) -> NoReturn:
+    """Print a usage error the CLI's way and exit 2."""
+    if as_json:
+        print(json.dumps({"error": f"{where}{message}"}))
+    else:
+        sys.stderr.write(f"v8dbg: {where}{message}\n")
+    sys.stderr.write(usage)
+    sys.exit(EXIT_USAGE)
+
+
 def _target_options() -> argparse.ArgumentParser:
     """Options every command takes in the standalone CLI (a parent parser)."""
-    p = argparse.ArgumentParser(add_help=False)
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     g = p.add_argument_group("target")
     g.add_argument("--core", metavar="CORE",
                    help="the core file to read (from the kernel or from gcore)")
     g.add_argument("--binary", metavar="NODE",
                    help="the node binary that ran (default: the file the core names; "
-                        "a note says which)")
+                        "a note says which when it was found elsewhere)")
     g.add_argument("--sysroot", metavar="DIR",
                    help="look for the libraries the core names under DIR, as gdb's `set "
                         "sysroot` (a core from another machine)")
@@ -85,23 +115,27 @@ def _target_options() -> argparse.ArgumentParser:
     return p
 
 
+def cli_commands(commands: dict[str, Command]) -> list[str]:
+    """The CLI's sub-commands: every v8dbg command but `v8dbg` itself (the
+    debuggers' list of commands; here `--help` lists them), the launchers,
+    profile and help."""
+    return [n for n in sorted(commands) if n != "v8dbg"] + list(LAUNCHERS) + ["profile", "help"]
+
+
 def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.ArgumentParser,
                                                                   dict[str, argparse.ArgumentParser]]:
     """The CLI's parser, with one sub-command per v8dbg command; also each sub-parser."""
-    top = argparse.ArgumentParser(prog=prog, description=DESCRIPTION,
-                                  epilog=EPILOG.format(prog=prog),
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = _CliParser(prog=prog, description=DESCRIPTION, epilog=EPILOG.format(prog=prog),
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"v8dbg {__version__}")
-    sub = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", title="commands",
+                             parser_class=_CliParser)
     target = _target_options()
     subs: dict[str, argparse.ArgumentParser] = {}
     for name in sorted(commands):
-        cmd = commands[name]
         if name == "v8dbg":
-            # `v8dbg v8dbg` lists the commands as in gdb and lldb; not listed itself.
-            subs[name] = sub.add_parser(name, parents=[cmd.parser, target], add_help=False,
-                                        description=cmd.parser.description)
             continue
+        cmd = commands[name]
         subs[name] = sub.add_parser(name, help=cmd.summary, description=cmd.parser.description,
                                     parents=[cmd.parser, target], add_help=False)
     for name, (summary, description) in LAUNCHERS.items():
@@ -112,6 +146,11 @@ def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.Argu
                                   description="Show the help of COMMAND (or of v8dbg).")
     subs["help"].add_argument("topic", nargs="?", metavar="COMMAND")
     return top, subs
+
+
+def no_command(top: argparse.ArgumentParser, name: str, names: list[str], prog: str) -> NoReturn:
+    usage_error("", f"no command '{name}'{did_you_mean(name, names)}; `{prog} --help` lists "
+                    "them", top.format_usage())
 
 
 def _take(argv: list[str], flag: str) -> tuple[str | None, list[str]]:
@@ -173,6 +212,14 @@ def core_file_problem(path: str) -> str | None:
     return None
 
 
+def _found_elsewhere(backend, taken: str) -> bool:
+    """Whether the node file taken from the core is not the file the core
+    names (found under --sysroot, or by build-id along --solib-path): each run
+    of the CLI is a session of its own, and a note on every run would only
+    repeat the path the core holds."""
+    return taken not in {m.path for m in getattr(backend, "mappings_raw", ())}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -198,17 +245,26 @@ def _main(argv: list[str], prog: str) -> int:
     if not argv:
         top.print_help(sys.stderr)
         return EXIT_USAGE
-    args = top.parse_args(argv)  # exits 2 on a usage error, 0 after --help / --version
-    name = args.command
+    name = argv[0]
+    if name.startswith("-"):
+        top.parse_args(argv)  # --help, --version; else a usage error
+        top.error("name a command first: `v8dbg COMMAND [ARGS]`")
+    names = cli_commands(commands)
+    if name not in subs:
+        no_command(top, name, names, prog)
+    # The command's own parser, so a usage error shows the command's usage.
+    parser = subs[name]
+    parser.json = "--json" in argv[1:]  # type: ignore[attr-defined]
+    args = parser.parse_args(argv[1:])  # exits 2 on a usage error, 0 after --help
     if name == "help":
-        if args.topic is None:
+        if args.topic is None or args.topic == "v8dbg":
             top.print_help()
         elif args.topic == "profile":
             profile.main(["--help"])
         elif args.topic in subs:
             subs[args.topic].print_help()
         else:
-            top.error(f"no command '{args.topic}'; `{prog} --help` lists them")
+            no_command(top, args.topic, names, prog)
         return EXIT_OK
     if name in ("gdbinit", "lldbinit"):
         print("\n".join(launch.gdb_lines() if name == "gdbinit" else launch.lldb_lines()))
@@ -220,15 +276,15 @@ def _main(argv: list[str], prog: str) -> int:
     solib_path = getattr(args, "solib_path", None)
     if cmd.needs_program:
         if not core:
-            subs[name].error("--core CORE is required (and --binary NODE, unless the core "
-                             "names a node binary on this machine)")
+            parser.error("--core CORE is required (and --binary NODE, unless the core "
+                         "names a node binary on this machine)")
         problem = core_file_problem(core)
         if problem:
             raise V8DbgError(problem)
         for flag, value in (("--sysroot", sysroot), ("--solib-path", solib_path)):
             for d in (value or "").split(":") if flag == "--solib-path" else [value]:
                 if d and not os.path.isdir(d):
-                    subs[name].error(f"{flag}: {d} is not a directory")
+                    parser.error(f"{flag}: {d} is not a directory")
         if binary and not os.path.isfile(binary):
             raise V8DbgError(f"node binary {binary} not found"
                              + (" (it is a directory)" if os.path.isdir(binary) else ""))
@@ -253,8 +309,13 @@ def _main(argv: list[str], prog: str) -> int:
             backend_box.append(backend)
         return backend_box[0]
 
-    sess = Session(factory, binary)
+    sess = Session(factory, binary, binary_note=_found_elsewhere)
     text, ok = sess.run(name, rest)
+    if sess.usage_error:
+        # Found by the command itself (an address that is no number, a count below 0).
+        print(text, file=sys.stdout if text.startswith("{") else sys.stderr)
+        sys.stderr.write(parser.format_usage())
+        return EXIT_USAGE
     if sess.interrupted:
         if text:
             print(text, file=sys.stdout if text.startswith("{") else sys.stderr)

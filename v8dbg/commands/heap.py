@@ -18,7 +18,7 @@ from ..heap.nodeinfo import node_info
 from ..heap.refs import RefFinder
 from ..heap.shapes import Shapes
 from ..program import Program
-from .base import Progress, Result, Session, command, hexaddr
+from .base import ArgumentError, Progress, Result, Session, command, hexaddr
 
 
 def _isolate_args(p: argparse.ArgumentParser) -> None:
@@ -124,9 +124,9 @@ def _findjsinstances(p: argparse.ArgumentParser):
     _isolate_args(p)
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
-        prog = sess.program()
         if args.n is not None and args.n < 0:
-            raise V8DbgError("findjsinstances: -n takes a number of addresses >= 0")
+            raise ArgumentError("findjsinstances: -n takes a number of addresses >= 0")
+        prog = sess.program()
         iso = _pick(prog, args)
         _census(prog, iso.heap)
         found = instances(prog, iso.heap, args.name)

@@ -12,7 +12,7 @@ from ..stack.frames import Frame, StackDecoder
 from ..target.backend import ThreadInfo
 from ..v8.metadata import warn_once
 from ..values import preview
-from .base import Result, Session, command, hexaddr
+from .base import ArgumentError, Result, Session, command, hexaddr
 
 MAX_THREADS = 4096
 
@@ -131,9 +131,12 @@ def _jsstack(p: argparse.ArgumentParser):
                    help="also show V8-internal frames (entry, exit, stub, builtin)")
     p.add_argument("-n", type=int, metavar="N", help="show at most N frames")
     p.add_argument("--json", action="store_true", help="print one line of JSON")
-    p.add_argument("--thread", type=int, metavar="TID", help="a thread other than the selected one")
-    p.add_argument("--all", action="store_true",
-                   help="every thread that runs JavaScript (main thread and workers)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--thread", type=int, metavar="TID",
+                       help="a thread other than the selected one")
+    which.add_argument("--all", action="store_true",
+                       help="every thread of the process, idle ones too (JavaScript on the "
+                            "main thread and workers, native frames only on the others)")
 
     def one(prog: Program, thread: ThreadInfo, args: argparse.Namespace) -> tuple[dict, str]:
         frames = thread_frames(prog, thread)
@@ -147,23 +150,34 @@ def _jsstack(p: argparse.ArgumentParser):
         return data, "\n".join([head] + [frame_text(fj, args.v) for fj in fjs])
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
-        prog = sess.program()
         if args.n is not None and args.n < 0:
-            raise V8DbgError("jsstack: -n takes a number of frames >= 0")
+            raise ArgumentError("jsstack: -n takes a number of frames >= 0")
+        prog = sess.program()
         if not args.all:
             data, text = one(prog, pick_thread(prog, args.thread), args)
             return Result(data, text)
+        threads = prog.backend.threads()
+        if not threads:
+            raise V8DbgError("the target has no threads")
+        # The selected thread first, then by id: the same order in every front
+        # end (gdb lists the newest thread first).
+        selected = prog.backend.selected_thread()
+        threads = sorted(threads, key=lambda t: (t.tid != selected, t.tid))
+        if len(threads) > MAX_THREADS:
+            warn_once(f"jsstack --all: the target has {len(threads)} threads; the first "
+                      f"{MAX_THREADS} are shown")
         docs, texts = [], []
-        for t in prog.backend.threads()[:MAX_THREADS]:
-            if t.regs is None:
-                continue
-            if not any(fr.kind == "js" for fr in thread_frames(prog, t)):
-                continue
-            data, text = one(prog, t, args)
+        for t in threads[:MAX_THREADS]:
+            try:
+                data, text = one(prog, t, args)
+            except V8DbgError as e:
+                # One thread that cannot be walked does not hide the others.
+                data = {"thread": {"tid": t.tid, "name": t.name}, "frames": [],
+                        "error": str(e)}
+                text = f"thread {t.tid}" + (f" ({t.name})" if t.name else "") + \
+                    f"\n    v8dbg: {e}"
             docs.append(data)
             texts.append(text)
-        if not docs:
-            raise V8DbgError("no thread is running JavaScript")
         return Result({"threads": docs}, "\n\n".join(texts))
 
     return run
@@ -224,8 +238,18 @@ def _source_lines(dec: StackDecoder, fr: Frame, context: int = 3) -> list:
 
 @command("v8dbg", "list the v8dbg commands", needs_program=False)
 def _help(p: argparse.ArgumentParser):
+    p.add_argument("word", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
     def run(sess: Session, args: argparse.Namespace) -> Result:
-        from .base import COMMANDS
+        from .base import COMMANDS, did_you_mean
+        if args.word:
+            # lldb has no sub-commands: `v8dbg jstack` is a mistyped name there.
+            word = args.word[0]
+            names = sorted(n for n in COMMANDS if n != "v8dbg")
+            if word in names:
+                raise ArgumentError(f"type `{word}` itself (each command has its own name)")
+            raise ArgumentError(f"unknown command '{word}'{did_you_mean(word, names)}; "
+                                "`v8dbg` lists them")
         rows = [(c.name, c.summary) for c in COMMANDS.values() if c.name != "v8dbg"]
         text = "v8dbg commands (each takes -h for help):\n" + "\n".join(
             f"  {n:16} {s}" for n, s in sorted(rows))

@@ -7,7 +7,7 @@ import argparse
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..values import inspect, preview
 from ..values.decoder import Values
-from .base import Result, Session, command, hexaddr
+from .base import ArgumentError, Result, Session, command, hexaddr
 
 DEFAULT_DEPTH = 2
 DEFAULT_STRLEN = 100
@@ -91,7 +91,7 @@ def _jsprint(p: argparse.ArgumentParser):
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         if args.d < 0 or args.N < 0:
-            raise V8DbgError("jsprint: -d and -N take numbers >= 0")
+            raise ArgumentError("jsprint: -d and -N take numbers >= 0")
         vals, addr = _target(sess, " ".join(args.addr))
         _check_pointer(vals, addr, "jsprint")
         value = vals.decode(addr, min(args.d, 64), args.N)
@@ -139,6 +139,8 @@ def _jssource(p: argparse.ArgumentParser):
     p.add_argument("addr", nargs="+", metavar="ADDR", help="a JSFunction pointer or expression")
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
+        if args.n is not None and args.n < 0:
+            raise ArgumentError("jssource: -n takes a number of lines >= 0")
         vals, addr = _target(sess, " ".join(args.addr))
         fn = _function_at(vals, addr, "jssource")
         text, line, column = vals.function_source(fn)
@@ -148,8 +150,6 @@ def _jssource(p: argparse.ArgumentParser):
         lines = text.split("\n")
         more = 0
         if args.n is not None:
-            if args.n < 0:
-                raise V8DbgError("jssource: -n takes a number of lines >= 0")
             more = max(len(lines) - args.n, 0)
             lines = lines[:args.n]
         data = {"function": vals.function_name(fn), "script": sname, "line": line,

@@ -1,0 +1,98 @@
+"""jsstack shows what was thrown: the uncaught exception of a core from
+--abort-on-uncaught-exception, against what node said in the same run (the
+error the fixture caught just before, and V8's own "Uncaught ..." line), on
+every node line and front end; a process.abort() core shows none.
+
+One fixture, one core per mode and line: a TypeError from reading a property
+of undefined, a custom Error subclass thrown by a `throw` statement, a
+SyntaxError from a real program (acorn, from the npm registry), and
+process.abort(). Each first throws and catches another error, which must
+never be the one shown.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from support import FRONTENDS, VERSIONS, json_line, make_core, read_json, run, validate_output
+from test_deopt import acorn_path
+
+MODES = ["typeerror", "custom", "acorn", "abort"]
+COMMANDS = ["jsstack", "jsstack --json", "jsstack -v"]
+
+
+@pytest.fixture(scope="module")
+def cores():
+    out = {}
+    for v in VERSIONS:
+        for mode in MODES:
+            env = {"V8DBG_THROW": mode}
+            if mode == "acorn":
+                env["V8DBG_ACORN"] = acorn_path()
+            flags = () if mode == "abort" else ("--abort-on-uncaught-exception",)
+            out[(v, mode)] = make_core(v, "throw.js", flags, env)
+    return out
+
+
+_results: dict = {}
+
+
+def results(frontend: str, version: str, mode: str, cores) -> dict[str, str]:
+    key = (frontend, version, mode)
+    if key not in _results:
+        d = cores[(version, mode)]
+        _results[key] = dict(zip(COMMANDS, run(frontend, version, d / "core", COMMANDS)))
+    return _results[key]
+
+
+def v8_uncaught(d) -> str:
+    """The text after "Uncaught " that V8 printed before it aborted."""
+    m = re.search(r"^Uncaught (.*)$", (d / "output.txt").read_text(errors="replace"), re.M)
+    assert m, (d / "output.txt").read_text(errors="replace")[-2000:]
+    return m.group(1)
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("mode", ["typeerror", "custom", "acorn"])
+def test_uncaught_exception_shown(mode, version, frontend, cores):
+    d = cores[(version, mode)]
+    want = read_json(d, "expected.json")["thrown"]
+    uncaught = v8_uncaught(d)
+    # V8 names the error by its `name` (Error for the subclass), then its message.
+    assert uncaught.endswith(": " + want["message"]), (uncaught, want)
+    out = results(frontend, version, mode, cores)
+    doc = json_line(out["jsstack --json"])
+    validate_output(doc, "jsstack")
+    exc = doc.get("exception")
+    assert exc is not None, out["jsstack"][:2000]
+    assert exc["type"] == "error", exc
+    assert exc["constructor"] == want["constructor"] and exc["message"] == want["message"], exc
+    # The text names it on the line after the thread's.
+    line = f"exception: {want['constructor']}: {want['message']}"
+    assert out["jsstack"].splitlines()[1] == line, out["jsstack"][:2000]
+    # -v: the frames V8 captured for the error, innermost first, from the
+    # function that threw.
+    verbose = out["jsstack -v"].splitlines()
+    assert verbose[1] == line
+    captured = [l.strip()[3:] for l in verbose[2:] if l.startswith("    at ")]
+    js = [f["function"] for f in doc["frames"] if f["kind"] == "js"]
+    thrower = {"typeerror": "leaf", "custom": "parse", "acorn": "pp$4.raise"}[mode]
+    assert captured and captured[0] == thrower == js[0], (captured, js)
+    if mode == "custom":
+        assert {"key": "offset", "value": {"type": "number", "value": 7}} in exc["properties"]
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_abort_shows_no_exception(version, frontend, cores):
+    d = cores[(version, "abort")]
+    assert "Uncaught" not in (d / "output.txt").read_text(errors="replace")
+    out = results(frontend, version, "abort", cores)
+    doc = json_line(out["jsstack --json"])
+    validate_output(doc, "jsstack")
+    assert "exception" not in doc, doc["exception"]
+    assert any(f["kind"] == "js" and f["function"] == "run" for f in doc["frames"])
+    assert not any(l.startswith("exception:") for l in out["jsstack"].splitlines())

@@ -7,16 +7,23 @@ One fixture, one core per mode and line: a TypeError from reading a property
 of undefined, a custom Error subclass thrown by a `throw` statement, a
 SyntaxError from a real program (acorn, from the npm registry), and
 process.abort(). Each first throws and catches another error, which must
-never be the one shown.
+never be the one shown. And a core gdb takes while V8 unwinds with an
+exception it has stored (at Isolate::UnwindAndFindHandler): the pending one.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from support import FRONTENDS, VERSIONS, json_line, make_core, read_json, run, validate_output
+from support import (CACHE, FIXTURES, FRONTENDS, GDB, VERSIONS, _key, json_line, make_core,
+                     node_binary, read_json, run, validate_output, write_sparse)
 from test_deopt import acorn_path
 
 MODES = ["typeerror", "custom", "acorn", "abort"]
@@ -33,7 +40,38 @@ def cores():
                 env["V8DBG_ACORN"] = acorn_path()
             flags = () if mode == "abort" else ("--abort-on-uncaught-exception",)
             out[(v, mode)] = make_core(v, "throw.js", flags, env)
+        out[(v, "pending")] = pending_core(v)
     return out
+
+
+def pending_core(version: str) -> Path:
+    """A core of the fixture taken by gdb inside V8's handler search for an
+    exception it has just stored (cached under .cache/cores like make_core's)."""
+    src = (FIXTURES / "throw.js").read_text()
+    d = CACHE / "cores" / version / f"throw-pending-{_key(src, GDB)}"
+    if (d / "done").exists():
+        return d
+    d.parent.mkdir(parents=True, exist_ok=True)
+    with open(d.parent / f"{d.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (d / "done").exists():
+            return d
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        env = dict(os.environ, V8DBG_OUT=str(d), V8DBG_THROW="pending")
+        core = d / "core"
+        p = subprocess.run([GDB, "-nx", "-q", "-batch", "-ex", "set pagination off",
+                            "-ex", "handle SIGUSR2 stop nopass", "-ex", "run",
+                            "-ex", "break v8::internal::Isolate::UnwindAndFindHandler",
+                            "-ex", "continue", "-ex", f"gcore {core}", "-ex", "kill",
+                            "--args", str(node_binary(version)), str(FIXTURES / "throw.js")],
+                           cwd=d, env=env, capture_output=True, text=True, timeout=300)
+        if not core.exists():
+            raise RuntimeError(f"node {version}: gdb took no core:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+        write_sparse(core, core.read_bytes())  # gdb writes every zero page out
+        (d / "done").write_text("ok")
+    return d
 
 
 _results: dict = {}
@@ -83,6 +121,22 @@ def test_uncaught_exception_shown(mode, version, frontend, cores):
     assert captured and captured[0] == thrower == js[0], (captured, js)
     if mode == "custom":
         assert {"key": "offset", "value": {"type": "number", "value": 7}} in exc["properties"]
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pending_exception_shown(version, frontend, cores):
+    d = cores[(version, "pending")]
+    want = read_json(d, "expected.json")["thrown"]
+    out = results(frontend, version, "pending", cores)
+    doc = json_line(out["jsstack --json"])
+    validate_output(doc, "jsstack")
+    exc = doc.get("exception")
+    assert exc is not None, out["jsstack"][:2000]
+    assert exc["constructor"] == want["constructor"] and exc["message"] == want["message"], exc
+    assert {"key": "offset", "value": {"type": "number", "value": 3}} in exc["properties"]
+    assert out["jsstack"].splitlines()[1] == f"exception: {want['constructor']}: {want['message']}"
+    assert "UnwindAndFindHandler" in out["jsstack"].splitlines()[2]
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)

@@ -133,9 +133,13 @@ def exception_text(value: dict, verbose: bool) -> list[str]:
 @command("jsstack", "mixed native and JavaScript backtrace of the selected thread",
          "Show the selected thread's stack, innermost frame first: native frames "
          "with their symbols and JavaScript frames with function, script:line:column "
-         "and execution tier.")
+         "and execution tier. When the thread's isolate holds an exception (one it "
+         "is unwinding with, or the uncaught one --abort-on-uncaught-exception "
+         "aborted on), an `exception:` line names it first (with -v, also the "
+         "frames V8 captured for it).")
 def _jsstack(p: argparse.ArgumentParser):
-    p.add_argument("-v", action="store_true", help="show this and each argument")
+    p.add_argument("-v", action="store_true",
+                   help="show this and each argument, and the exception's captured frames")
     p.add_argument("-a", action="store_true",
                    help="also show V8-internal frames (entry, exit, stub, builtin)")
     p.add_argument("-n", type=int, metavar="N", help="show at most N frames")

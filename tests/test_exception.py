@@ -5,8 +5,9 @@ every node line and front end; a process.abort() core shows none.
 
 One fixture, one core per mode and line: a TypeError from reading a property
 of undefined, a custom Error subclass thrown by a `throw` statement, a
-SyntaxError from a real program (acorn, from the npm registry), and
-process.abort(). Each first throws and catches another error, which must
+SyntaxError from a real program (acorn, from the npm registry), an async
+function's TypeError that nothing awaits (node throws the unhandled rejection
+and aborts in its own handler), and process.abort(). Each first throws and catches another error, which must
 never be the one shown. And a core gdb takes while V8 unwinds with an
 exception it has stored (at Isolate::UnwindAndFindHandler): the pending one.
 """
@@ -26,7 +27,7 @@ from support import (CACHE, FIXTURES, FRONTENDS, GDB, VERSIONS, _key, json_line,
                      node_binary, read_json, run, validate_output, write_sparse)
 from test_deopt import acorn_path
 
-MODES = ["typeerror", "custom", "acorn", "abort"]
+MODES = ["typeerror", "custom", "acorn", "rejection", "abort"]
 COMMANDS = ["jsstack", "jsstack --json", "jsstack -v"]
 
 
@@ -94,13 +95,18 @@ def v8_uncaught(d) -> str:
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("mode", ["typeerror", "custom", "acorn"])
+@pytest.mark.parametrize("mode", ["typeerror", "custom", "acorn", "rejection"])
 def test_uncaught_exception_shown(mode, version, frontend, cores):
     d = cores[(version, mode)]
     want = read_json(d, "expected.json")["thrown"]
-    uncaught = v8_uncaught(d)
-    # V8 names the error by its `name` (Error for the subclass), then its message.
-    assert uncaught.endswith(": " + want["message"]), (uncaught, want)
+    if mode == "rejection":
+        # node prints the error of an unhandled rejection itself.
+        said = (d / "output.txt").read_text(errors="replace")
+        assert f"\n{want['constructor']}: {want['message']}\n" in said, said[-2000:]
+    else:
+        uncaught = v8_uncaught(d)
+        # V8 names the error by its `name` (Error for the subclass), then its message.
+        assert uncaught.endswith(": " + want["message"]), (uncaught, want)
     out = results(frontend, version, mode, cores)
     doc = json_line(out["jsstack --json"])
     validate_output(doc, "jsstack")
@@ -115,10 +121,14 @@ def test_uncaught_exception_shown(mode, version, frontend, cores):
     # function that threw.
     verbose = out["jsstack -v"].splitlines()
     assert verbose[1] == line
-    captured = [l.strip()[3:] for l in verbose[2:] if l.startswith("    at ")]
+    # (From the stack text where it was formatted -- node prints an unhandled
+    # rejection's -- else the function of each frame V8 captured.)
+    captured = [l.strip()[3:].split(" (")[0] for l in verbose[2:] if l.startswith("    at ")]
     js = [f["function"] for f in doc["frames"] if f["kind"] == "js"]
-    thrower = {"typeerror": "leaf", "custom": "parse", "acorn": "pp$4.raise"}[mode]
-    assert captured and captured[0] == thrower == js[0], (captured, js)
+    thrower = {"typeerror": "leaf", "custom": "parse", "acorn": "pp$4.raise", "rejection": "load"}[mode]
+    assert captured and captured[0] == thrower, captured
+    if mode != "rejection":  # the rest throw on this stack
+        assert js[0] == thrower, js
     if mode == "custom":
         assert {"key": "offset", "value": {"type": "number", "value": 7}} in exc["properties"]
 

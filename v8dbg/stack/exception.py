@@ -4,10 +4,12 @@ V8 keeps the exception it unwinds with in its ThreadLocalTop (with the
 message object it made for it). A process that --abort-on-uncaught-exception
 stopped never got that far: V8 aborts while it makes the message, before it
 stores either. The message object is then the newest one in the isolate's
-current handle block (the aborting code holds it in a handle), and its
-argument is the thrown value. The handle scope's state (next, limit, level)
-is found in the Isolate by its shape: no V8 release moves it where the table
-knows, and a wrong guess is refused by the checks, so no value is invented.
+live handles (the aborting code holds it in a handle), and its argument is
+the thrown value. The handle scope's state (next, limit, level) is found in
+the Isolate by its shape, as node's patches move Isolate members between
+releases; places of that shape are more than one on some lines, and only the
+one that V8's own list of handle blocks (the HandleScopeImplementer's) ends
+at is taken. Nothing confirmed, nothing shown: no value is invented.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ if TYPE_CHECKING:
     from ..program import Program
     from .segments import ThreadTop
 
-# Past the Heap, how far the Isolate's handle scope data may lie (V8 10 keeps
-# it after heap_, 4.4 KB on there; later lines before it).
+# Past the Heap, how far the Isolate's handle scope data (V8 10-11) and its
+# pointer to the HandleScopeImplementer (every line) may lie: 4.4 KB at most
+# on the pinned releases.
 SEARCH_PAST_HEAP = 16 << 10
 MAX_LEVEL = 1 << 20  # nested handle scopes a real thread could have open
 MAX_BLOCKS = 1 << 20  # handle blocks an isolate could have in use
@@ -148,9 +151,7 @@ def _from_handles(prog: Program, t: ThreadTop) -> Thrown | None:
             chosen = (nxt, limit, blocks)
             break
     if chosen is None:
-        if len(candidates) != 1:
-            return None  # none, or two places of its shape and neither confirmed
-        chosen = (*candidates[0], [])
+        return None  # nothing of that shape that V8's list of blocks confirms
     nxt, limit, blocks = chosen
     base = limit - 8 * slots
     # This block, then the full one before it (a scope's handles may span both).

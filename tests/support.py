@@ -143,6 +143,7 @@ def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env:
     proc = subprocess.run([str(binary or node_binary(version)), *flags, str(FIXTURES / fixture)], cwd=d,
                           env=e, preexec_fn=limits, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=timeout)
+    (d / "output.txt").write_bytes(proc.stdout)  # what node printed (V8's "Uncaught ...")
     core = d / "core"
     if not core.exists():
         cands = sorted(d.glob("core*"))

@@ -2,7 +2,8 @@
 every line 18-26 (odd lines included), each checked against V8's own view in
 the same run: jsstack through the standalone CLI against Error().stack on
 every tier, and the value zoo, closures (of a module too) and sources against
-util.inspect; and the heap census of one release of each V8 version no pinned release has.
+util.inspect; the exception an uncaught throw or a pending one leaves; and the
+heap census of one release of each V8 version no pinned release has.
 
 V8 changes layouts within a line, so the pinned releases alone would not
 show that every release works. The binaries are fetched from the npm
@@ -18,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT, SWEEP, fetch_node, json_line, make_core, run_cli
+from support import ROOT, SWEEP, fetch_node, json_line, make_core, read_json, run_cli
 from test_census import CLASSES, core_dir, snapshot_counts
+from test_exception import pending_core
 from test_stack import TIERS, compare, tier_flags
 import test_values
 from test_values import (_check_closures, _check_outputs, _closure_cmds, _commands, _internals,
@@ -149,6 +151,27 @@ def test_sweep_values(version: str) -> None:
     got = {v["name"]: v["value"].get("value") for v in doc["variables"]}
     assert all(got.get(f"v{i}") == i for i in range(80)), got
     test_values.test_module_closures(version)  # module, block and function scopes
+
+
+@pytest.mark.parametrize("version", SWEEP)
+def test_sweep_exception(version: str) -> None:
+    """jsstack names the uncaught TypeError and Error subclass an abort left
+    in the handle scope, and the exception V8 holds while it unwinds (a core
+    gdb takes then), as the fixture wrote them."""
+    _node(version)
+    cores = [make_core(version, "throw.js", ("--abort-on-uncaught-exception",),
+                       {"V8DBG_THROW": mode}) for mode in ("typeerror", "custom")]
+    bad = []
+    for d in cores + [pending_core(version)]:
+        want = read_json(d, "expected.json")
+        text, js = run_cli(version, d / "core", ["jsstack -n 1", "jsstack -n 1 --json"])
+        exc = json_line(js).get("exception") or {}
+        got = (exc.get("constructor"), exc.get("message"))
+        line = f"exception: {want['thrown']['constructor']}: {want['thrown']['message']}"
+        if got != (want["thrown"]["constructor"], want["thrown"]["message"]) or \
+                text.splitlines()[1:2] != [line]:
+            bad.append((want["mode"], got, text.splitlines()[:2]))
+    assert not bad, bad
 
 
 # One release of each V8 version that no pinned release has: the heap census

@@ -7,7 +7,7 @@ import argparse
 from .. import errors
 from ..errors import V8DbgError
 from ..program import Program
-from ..stack import segments
+from ..stack import exception, segments
 from ..stack.frames import Frame, StackDecoder
 from ..target.backend import ThreadInfo
 from ..v8.metadata import warn_once
@@ -121,12 +121,33 @@ def frame_text(fj: dict, verbose: bool) -> str:
     return line
 
 
+def exception_text(value: dict, verbose: bool) -> list[str]:
+    """`exception: TypeError: message`; with -v also the stack V8 captured."""
+    if value.get("type") != "error":
+        return [f"exception: {preview.text(value)}"]
+    head = value.get("constructor") or "Error"
+    if value.get("message"):
+        head += f": {value['message']}"
+    out = [f"exception: {head}"]
+    if verbose:
+        stack = value.get("stack")
+        if stack:
+            out += ["    " + ln.strip() for ln in stack.splitlines()[1:] if ln.strip().startswith("at ")]
+        else:
+            out += [f"    at {f}" for f in value.get("frames") or []]
+    return out
+
+
 @command("jsstack", "mixed native and JavaScript backtrace of the selected thread",
          "Show the selected thread's stack, innermost frame first: native frames "
          "with their symbols and JavaScript frames with function, script:line:column "
-         "and execution tier.")
+         "and execution tier. When the thread's isolate holds an exception (one it "
+         "is unwinding with, or the uncaught one --abort-on-uncaught-exception "
+         "aborted on), an `exception:` line names it first (with -v, also the "
+         "frames V8 captured for it).")
 def _jsstack(p: argparse.ArgumentParser):
-    p.add_argument("-v", action="store_true", help="show this and each argument")
+    p.add_argument("-v", action="store_true",
+                   help="show this and each argument, and the exception's captured frames")
     p.add_argument("-a", action="store_true",
                    help="also show V8-internal frames (entry, exit, stub, builtin)")
     p.add_argument("-n", type=int, metavar="N", help="show at most N frames")
@@ -145,9 +166,15 @@ def _jsstack(p: argparse.ArgumentParser):
         if args.n is not None:
             shown = shown[:args.n]
         fjs = [frame_json(dec, fr, args.v) for fr in shown]
-        data = {"thread": {"tid": thread.tid, "name": thread.name}, "frames": fjs}
-        head = f"thread {thread.tid}" + (f" ({thread.name})" if thread.name else "")
-        return data, "\n".join([head] + [frame_text(fj, args.v) for fj in fjs])
+        data: dict = {"thread": {"tid": thread.tid, "name": thread.name}}
+        lines = [f"thread {thread.tid}" + (f" ({thread.name})" if thread.name else "")]
+        if thread.regs is not None:
+            thrown = exception.thrown(prog, thread.regs)
+            if thrown is not None:
+                data["exception"] = prog.values.decode(thrown.value, 1)
+                lines += exception_text(data["exception"], args.v)
+        data["frames"] = fjs
+        return data, "\n".join(lines + [frame_text(fj, args.v) for fj in fjs])
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         if args.n is not None and args.n < 0:

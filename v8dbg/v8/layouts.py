@@ -40,6 +40,9 @@ COMMON: dict[str, Any] = {
         # builtin; an entry frame saves the c_entry_fp of the segment below it.
         "ExitFrameSpOffset": -16,
         "EntryFrameNextExitFp": -64,
+        # A handle block holds this many slots (V8's kHandleBlockSize, KB - 2);
+        # a HandleScopeData's limit is the end of the block its next lies in.
+        "HandleBlockSlots": 1022,
     },
     "fields": {
         ("Script", "line_offset"): 24,
@@ -66,6 +69,9 @@ COMMON: dict[str, Any] = {
         ("JSPromise", "flags"): 32,
         ("JSProxy", "target"): 16,
         ("JSProxy", "handler"): 24,
+        # A JSMessageObject: its template's argument (the thrown value, for an
+        # uncaught exception) right after the message type the metadata names.
+        ("JSMessageObject", "argument"): 32,
         # An AllocationSite: an object literal's boilerplate (or a Smi of
         # transition info), then the site of the literal's nested object.
         ("AllocationSite", "transition_info_or_boilerplate"): 8,
@@ -438,7 +444,10 @@ for _key, (_base, _consts, _fields) in _BETWEEN.items():
 # ThreadLocalTop (inside IsolateData from 11.3); Top* are offsets inside the
 # ThreadLocalTop of isolate_ (a pointer back to the Isolate, which checks
 # the other two), c_entry_fp_ (the innermost exit frame's fp), handler_ and
-# js_entry_sp_ (the outermost entry frame's fp).
+# js_entry_sp_ (the outermost entry frame's fp); TopException is the exception
+# V8 is unwinding with (the hole when none), TopPendingMessage the message
+# object made for it, TopScheduledException (before 12.4) one an API call left
+# for its caller to rethrow.
 #
 # Node patches V8 within a release line, and some patches moved Isolate
 # members: the offsets differ between releases of one V8 version, even of one
@@ -450,8 +459,10 @@ for _key, (_base, _consts, _fields) in _BETWEEN.items():
 # stay candidates (see `thread_top_variants`), each checked by its pointer
 # back to the Isolate before the fallback search. Measured in cores of the
 # first, a middle and the last release of every line 18-26 (test_sweep.py).
-_TOP_OLD = dict(TopIsolate=8, TopCEntryFp=120, TopHandler=128, TopJsEntrySp=152)
-_TOP_NEW = dict(TopIsolate=96, TopCEntryFp=0, TopHandler=136, TopJsEntrySp=152)
+_TOP_OLD = dict(TopIsolate=8, TopCEntryFp=120, TopHandler=128, TopJsEntrySp=152,
+                TopException=32, TopPendingMessage=96, TopScheduledException=112)
+_TOP_NEW = dict(TopIsolate=96, TopCEntryFp=0, TopHandler=136, TopJsEntrySp=152,
+                TopException=40, TopPendingMessage=128)
 _THREAD_TOP: dict[tuple[int, int], list[tuple[tuple[int, int, int], dict[str, int]]]] = {
     (10, 1): [((124, 8, 13), dict(_TOP_OLD, TopJsEntrySp=160, IsolateHeap=50680,
                                   IsolateThreadLocalTop=17512))],  # 18.0.0

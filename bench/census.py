@@ -141,7 +141,7 @@ def main() -> None:
         snap_s = json.loads((work / "snapshot.json").read_text())["seconds"]
     else:
         core, snap_s = make_core(args.version, args.count, work, snapshot=not args.no_snapshot)
-    from v8dbg.target.elf import ElfFile
+    from v8dbg.inferior.elf import ElfFile
     print(f"node {args.version}, {args.count} instances, core {core.stat().st_size >> 20} MB, "
           f"{ElfFile(str(core)).phnum} program headers")
     if snap_s is not None:

@@ -33,7 +33,7 @@ import json, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {root!r})
 from v8dbg.commands import Session, load_all
-from v8dbg.target.corefile import CoreBackend
+from v8dbg.inferior.corefile import CoreBackend
 load_all()
 b = CoreBackend({core!r}, {node!r})
 s = Session(lambda: b, {node!r})

@@ -49,7 +49,7 @@ def core_program(core: Path, version: str):
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from v8dbg.program import Program
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     backend = CoreBackend(str(core), str(node_binary(version)))
     return Program(backend, str(node_binary(version))), backend
 
@@ -257,7 +257,7 @@ def moved_sysroot(d: Path) -> Path:
         return root
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     libdir = None
     for m in CoreBackend(str(d / "core")).mappings_raw:
         for name in MOVED_LIBS:

@@ -27,8 +27,8 @@ def test_every_program_header_read(big) -> None:
     import sys
     from support import ROOT
     sys.path.insert(0, str(ROOT))
-    from v8dbg.target.corefile import CoreBackend
-    from v8dbg.target.elf import ElfFile
+    from v8dbg.inferior.corefile import CoreBackend
+    from v8dbg.inferior.elf import ElfFile
     elf = ElfFile(str(big / "core"))
     assert elf.phnum > 4096, f"the fixture's core has only {elf.phnum} program headers"
     assert len(elf.segments) == elf.phnum
@@ -87,9 +87,9 @@ def test_program_header_cap_is_reported(monkeypatch) -> None:
     import sys
     from support import ROOT, node_binary
     sys.path.insert(0, str(ROOT))
-    import v8dbg.target.elf as elf
+    import v8dbg.inferior.elf as elf
     from v8dbg.commands import Session, load_all
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     core = make_core(VERSION, "census.js") / "core"
     monkeypatch.setattr(elf, "MAX_PROGRAM_HEADERS", 50)
     be = CoreBackend(str(core), str(node_binary(VERSION)))

@@ -154,7 +154,7 @@ def numpy_off(off: bool):
 @lru_cache(maxsize=None)
 def program(version: str):
     """v8dbg's own API on the mixed core."""
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     from v8dbg.program import Program
     return Program(CoreBackend(str(mixed_dir(version) / "core"), str(node_binary(version))),
                    str(node_binary(version)))
@@ -353,7 +353,7 @@ def test_large_program_equals_snapshot(version: str) -> None:
 def test_damaged_pages_are_reported() -> None:
     """Words overwritten in the middle of a heap page: the walk says so."""
     from v8dbg.heap import census
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     from v8dbg.program import Program
     version = VERSIONS[-1]
     core = mixed_dir(version) / "core"

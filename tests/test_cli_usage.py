@@ -138,7 +138,7 @@ def test_binary_note(version: str, tmp_path: Path) -> None:
     assert p.returncode == 0 and p.stdout.startswith("thread "), p.stdout + p.stderr
     assert "note" not in p.stderr, p.stderr
     # Found under --sysroot: the note names the file used.
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     named = CoreBackend(str(core)).executable()
     assert named and os.path.samefile(named, node_binary(version)), named
     copy = tmp_path / named.lstrip("/")

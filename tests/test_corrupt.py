@@ -182,8 +182,8 @@ def damaged(version: str, kind: str) -> tuple[Path, Path]:
     rng = random.Random(f"{SEED}-{version}-{kind}")
     size = orig.stat().st_size
     sys.path.insert(0, str(ROOT))
-    from v8dbg.target.corefile import CoreBackend
-    from v8dbg.target.elf import ElfFile
+    from v8dbg.inferior.corefile import CoreBackend
+    from v8dbg.inferior.elf import ElfFile
     if kind == "random":
         core.write_bytes(rng.randbytes(1 << 20))
     elif kind == "empty":

@@ -51,7 +51,7 @@ def decoded(version: str, d) -> list:
     """The frames as the library decodes them (for facts the JSON does not carry)."""
     key = (version, str(d))
     if key not in _decoded:
-        from v8dbg.target.corefile import CoreBackend
+        from v8dbg.inferior.corefile import CoreBackend
         from v8dbg.stack.frames import StackDecoder
         from v8dbg.program import Program
         binary = str(node_binary(version))
@@ -182,7 +182,7 @@ def test_rebuilt_frame_returns_into_the_deoptimizer_builtin(version, cores):
 def test_fallback_to_source_positions_is_noted(cores):
     """Deoptimization data that cannot be read leaves the optimized code's own
     source positions, and every frame placed that way says so."""
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     from v8dbg.stack.frames import StackDecoder
     from v8dbg.program import Program
     version = "24.21.0"

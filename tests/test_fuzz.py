@@ -33,7 +33,7 @@ from v8dbg.v8.functions import Functions
 from v8dbg.v8.tagged import Heap
 from v8dbg.program import Program
 from v8dbg.v8.strings import Strings
-from v8dbg.target.backend import PAGE, Mapping, Memory, Registers, ThreadInfo
+from v8dbg.inferior.backend import PAGE, Mapping, Memory, Registers, ThreadInfo
 
 VERSION = "24.21.0"
 CALL_BOUND = 2.0
@@ -125,7 +125,7 @@ def program(backend: FakeBackend) -> Program:
 
 @pytest.fixture(scope="module")
 def real() -> Real:
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     d = make_core(VERSION, "stack.js", ("--allow-natives-syntax",), {"V8DBG_TIER": "interpreted"})
     cb = CoreBackend(str(d / "core"), str(node_binary(VERSION)))
     prog = Program(cb, binary=str(node_binary(VERSION)))
@@ -414,7 +414,7 @@ class OverlayBackend(FakeBackend):
 def heap_core() -> tuple[Any, list[tuple[int, int]]]:
     """The real core, and the [start, end) object areas of its V8 pages."""
     from v8dbg.heap import census
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     d = make_core(VERSION, "stack.js", ("--allow-natives-syntax",), {"V8DBG_TIER": "interpreted"})
     cb = CoreBackend(str(d / "core"), str(node_binary(VERSION)))
     prog = program(OverlayBackend(cb, {}))

@@ -211,7 +211,7 @@ def test_baseline_frame(frontend, version, baseline_cores):
 
 def test_objdump_fallback(cores):
     """Without capstone, objdump: the same instruction boundaries as capstone."""
-    from v8dbg.target import disasm
+    from v8dbg.inferior import disasm
     version = VERSIONS[-1]
     core = cores[version]
     hot = frame_of(stack(version, core), "hot")
@@ -243,7 +243,7 @@ def test_bytecode_names_are_v8s(version, tmp_path):
     """The bytecode names and boundaries v8dbg reads from the binary are those
     V8 itself prints (`node --print-bytecode`), prefixed forms included."""
     import subprocess
-    from v8dbg.target.elf import ElfFile
+    from v8dbg.inferior.elf import ElfFile
     from v8dbg.v8 import baseline, bytecodes
     from support import node_binary
     script = tmp_path / "probe.js"

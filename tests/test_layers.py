@@ -1,6 +1,6 @@
 """The package's layers: imports point down only, and no module imports in a circle.
 
-target -> v8 -> stack / values / heap -> commands (and `program`, which hands
+inferior -> v8 -> stack / values / heap -> commands (and `program`, which hands
 out the decoders, sits above the decoder layers). Imports made only for type
 checking (under `if TYPE_CHECKING:`) do not count: they run nowhere.
 """
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "v8dbg"
 
 # Each layer and the layers it may import from (errors is shared by all).
-RANK = {"errors": 0, "interrupt": 0, "target": 1, "v8": 2, "stack": 3, "values": 3, "heap": 4,
+RANK = {"errors": 0, "interrupt": 0, "inferior": 1, "v8": 2, "stack": 3, "values": 3, "heap": 4,
         "program": 5, "commands": 6, "__main__": 7, "gdb": 7, "lldb": 7, "gdb_bt": 7, "lldb_bt": 7, "__init__": 0}
 # Same-rank layers that may use each other, one way only.
 SIDEWAYS = {("heap", "values"), ("gdb", "gdb_bt"), ("lldb", "lldb_bt")}
@@ -150,3 +150,12 @@ def test_every_import_resolves() -> None:
                         bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: "
                                    f"{mod} has no {alias.name}")
     assert not bad, "\n".join(bad)
+
+
+def test_no_folder_named_like_build_output():
+    """A package folder named `target`, `build`, `dist` or `out` is build output to
+    Rust's and Java's ignore files, many global gitignores and code-search tools:
+    a contributor with such an ignore would silently lose new files there."""
+    named = sorted(str(p.relative_to(ROOT)) for p in PKG.rglob("*")
+                   if p.is_dir() and p.name in {"target", "build", "dist", "out"})
+    assert named == []

@@ -30,7 +30,7 @@ def cores():
 
 def libc_build_id(d) -> str:
     sys.path.insert(0, str(ROOT))
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     core = CoreBackend(str(d / "core"))
     path = next(m.path for m in core.mappings_raw if m.path.endswith("/libc.so.6"))
     bid = core.mapped_build_id(path)
@@ -185,7 +185,7 @@ def test_stripped_builtins_match_the_symbols(version):
     named the same from V8's tables in the stripped copy, and the embedded
     code is placed exactly where the symbols put it."""
     sys.path.insert(0, str(ROOT))
-    from v8dbg.target.elf import ElfFile
+    from v8dbg.inferior.elf import ElfFile
     from v8dbg.v8 import builtins, metadata
     fetch_node(version)
     stripped = ElfFile(str(stripped_binary(version)))
@@ -216,7 +216,7 @@ def test_stripped_bytecode_sizes_match_the_symbol(version):
     its shape in the stripped copy, equals the one its symbol names in the
     release binary."""
     sys.path.insert(0, str(ROOT))
-    from v8dbg.target.elf import ElfFile
+    from v8dbg.inferior.elf import ElfFile
     from v8dbg.v8 import baseline
     fetch_node(version)
     stripped = ElfFile(str(stripped_binary(version)))

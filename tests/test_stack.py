@@ -207,7 +207,7 @@ def test_api_function_data(version, api_cores):
     """An API function's SharedFunctionInfo leads to its FunctionTemplateInfo,
     a JS function's to its bytecode, on every line (two data slots from 12.9)."""
     from v8dbg.program import Program
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     d = api_cores[version]
     be = CoreBackend(str(d / "core"), str(node_binary(version)))
     prog = Program(be, str(node_binary(version)))
@@ -277,7 +277,7 @@ def test_gcore_core(version):
 def test_unknown_version_warns():
     """A V8 newer than the table: a clear warning naming the versions known."""
     from v8dbg.v8 import layouts, metadata
-    from v8dbg.target.elf import ElfFile
+    from v8dbg.inferior.elf import ElfFile
     md = metadata.load(ElfFile(str(node_binary(VERSIONS[-1]))))
     fake = metadata.Metadata((15, 1, 0, 0), dict(md.consts), dict(md.fields), md.type_names,
                              md.types, md.node, md.build_id, md.binary)

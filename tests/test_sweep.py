@@ -81,7 +81,7 @@ def test_sweep_thread_state(version: str) -> None:
     from v8dbg.program import Program
     from v8dbg.stack import segments
     from v8dbg.stack.frames import StackDecoder
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     from v8dbg.v8 import pages
     node = str(_node(version))
     d = make_core(version, "stack.js", tier_flags(version, "interpreted"),

@@ -29,7 +29,7 @@ TEXT_EXCEPTIONS = {
 def _sess(version: str, core: Path):
     sys.path.insert(0, str(ROOT))
     from v8dbg.commands import Session, load_all
-    from v8dbg.target.corefile import CoreBackend
+    from v8dbg.inferior.corefile import CoreBackend
     load_all()
     binary = str(node_binary(version))
     be = CoreBackend(str(core), binary)
@@ -433,7 +433,7 @@ def test_type_names_from_v8(version: str) -> None:
     them for a stripped binary, and name every object of a real heap."""
     sys.path.insert(0, str(ROOT))
     from v8dbg.heap import census
-    from v8dbg.target.elf import ElfFile
+    from v8dbg.inferior.elf import ElfFile
     from v8dbg.v8 import layouts, metadata, typenames
     binary = ElfFile(str(node_binary(version)))
     names = typenames.read(binary, binary.symbols_matching(typenames.SYMBOL_PATTERN))

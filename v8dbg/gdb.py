@@ -15,9 +15,9 @@ from .commands.base import did_you_mean
 from .commands.btframes import BtFrames
 from .errors import TargetMemoryError, V8DbgError
 from .gdb_bt import Hooks
-from .target.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps
-from .target.corefile import binary_named_by, core_process_name, readable_regions
-from .target.disasm import Disassembly, Instruction
+from .inferior.backend import Registers, ThreadInfo, parse_gdb_mappings, proc_maps
+from .inferior.corefile import binary_named_by, core_process_name, readable_regions
+from .inferior.disasm import Disassembly, Instruction
 
 _generation = [0]
 
@@ -118,7 +118,7 @@ class GdbBackend:
 
     def search_path(self):
         """gdb's own `sysroot` and `solib-search-path`."""
-        from .target.solibs import SearchPath
+        from .inferior.solibs import SearchPath
         try:
             return SearchPath.parse(gdb.parameter("sysroot"), gdb.parameter("solib-search-path"))
         except (gdb.error, RuntimeError):

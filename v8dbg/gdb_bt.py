@@ -18,7 +18,7 @@ from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found]
 from gdb.unwinder import Unwinder, register_unwinder  # type: ignore[import-not-found]
 
 from .commands.btframes import BtFrames, frame_label
-from .target.backend import Registers
+from .inferior.backend import Registers
 
 NAME = "v8dbg"
 

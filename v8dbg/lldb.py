@@ -19,9 +19,9 @@ from .commands import Session, load_all
 from .commands.btframes import BtFrames
 from .errors import TargetMemoryError, V8DbgError
 from .interrupt import set_interrupt_check
-from .target.backend import Registers, ThreadInfo, proc_maps
-from .target.corefile import binary_named_by, core_mappings, core_process_name
-from .target.disasm import Disassembly, Instruction
+from .inferior.backend import Registers, ThreadInfo, proc_maps
+from .inferior.corefile import binary_named_by, core_mappings, core_process_name
+from .inferior.disasm import Disassembly, Instruction
 
 
 def _target():
@@ -97,7 +97,7 @@ class LldbBackend:
 
     def _module_mappings(self):
         """Loaded sections as mappings, when the core file cannot be found."""
-        from .target.backend import Mapping
+        from .inferior.backend import Mapping
         out = []
         for i in range(self.target.GetNumModules()):
             m = self.target.GetModuleAtIndex(i)
@@ -128,8 +128,8 @@ class LldbBackend:
         except Exception:
             out = []
         if not out:
-            from .target.backend import proc_regions
-            from .target.corefile import core_regions
+            from .inferior.backend import proc_regions
+            from .inferior.corefile import core_regions
             pid = self.process.GetProcessID()
             if self.live:
                 return proc_regions(pid)
@@ -240,7 +240,7 @@ def _find_core_file(pid: int) -> str | None:
         if head[:4] != b"\x7fELF" or struct.unpack_from("<H", head, 16)[0] != 4:
             continue
         try:
-            from .target.corefile import CoreBackend
+            from .inferior.corefile import CoreBackend
             if CoreBackend(path).pid() == pid:
                 return path
         except V8DbgError:
@@ -250,7 +250,7 @@ def _find_core_file(pid: int) -> str | None:
 
 def _check_cores_named() -> None:
     """lldb refuses a core of another architecture without saying why: name it."""
-    from .target.elf import check_architecture
+    from .inferior.elf import check_architecture
     for arg in _cmdline()[1:] + _history_words():
         path = os.path.abspath(arg)
         try:

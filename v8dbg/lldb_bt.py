@@ -16,7 +16,7 @@ from __future__ import annotations
 import lldb  # type: ignore[import-not-found]
 
 from .commands.btframes import BtFrames, frame_label
-from .target.backend import Registers
+from .inferior.backend import Registers
 
 HOOK = "${script.frame:v8dbg.lldb_bt.frame_text}"
 AFTER = ("${frame.pc}${ansi.normal}", "${frame.pc}")

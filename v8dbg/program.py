@@ -14,8 +14,8 @@ from functools import cached_property
 from .heap.shapes import Shapes
 from .heap.state import HeapState
 from .stack.frames import StackDecoder
-from .target.backend import Backend
-from .target.process import LoadedModule, Symbol, Target
+from .inferior.backend import Backend
+from .inferior.process import LoadedModule, Symbol, Target
 from .v8 import baseline, builtins, bytecodes, metadata
 from .v8.codes import Codes
 from .v8.functions import Functions

@@ -22,7 +22,7 @@ from .. import errors
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted, set_interrupt_check  # noqa: F401 (front ends)
 from ..program import Program
-from ..target.backend import Backend
+from ..inferior.backend import Backend
 
 
 @dataclass
@@ -257,7 +257,7 @@ def _check_core(backend: Backend) -> None:
     except Exception:
         path = None
     if path:
-        from ..target.elf import check_architecture
+        from ..inferior.elf import check_architecture
         check_architecture(path)
 
 
@@ -286,7 +286,7 @@ def _truncated_core(backend: Backend):
         try:
             path = backend.core_file()  # type: ignore[attr-defined]
             if path:
-                from ..target.corefile import CoreBackend
+                from ..inferior.corefile import CoreBackend
                 core = CoreBackend(path)
         except Exception:
             core = None

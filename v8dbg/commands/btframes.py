@@ -13,7 +13,7 @@ from typing import Callable
 from ..program import Program
 from ..stack.byframe import FrameAt, FrameIndex, caller_of
 from ..stack.frames import Frame
-from ..target.backend import Registers, ThreadInfo
+from ..inferior.backend import Registers, ThreadInfo
 from .base import Session
 
 

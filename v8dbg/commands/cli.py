@@ -296,8 +296,8 @@ def _main(argv: list[str], prog: str) -> int:
 
     def factory():
         if not backend_box:
-            from ..target.corefile import CoreBackend
-            from ..target.solibs import SearchPath
+            from ..inferior.corefile import CoreBackend
+            from ..inferior.solibs import SearchPath
             backend = CoreBackend(core, binary, SearchPath.parse(sysroot, solib_path))  # type: ignore[arg-type]
             if not binary and not backend.binary_from_core():
                 exe = backend.executable()

@@ -6,7 +6,7 @@ import argparse
 
 from ..errors import V8DbgError
 from ..stack.code import CodeReader, FunctionCode, SourceMark
-from ..target.disasm import Instruction
+from ..inferior.disasm import Instruction
 from .base import ArgumentError, Result, Session, command, hexaddr
 from .stack import pick_thread, thread_frames
 

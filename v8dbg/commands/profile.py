@@ -100,7 +100,7 @@ def _check_args(args: argparse.Namespace) -> str | None:
 def _profile(args: argparse.Namespace) -> int:
     from ..program import Program
     from ..stack.sampler import StackSampler, run
-    from ..target.ptrace import PtraceBackend, Tracer, process_state
+    from ..inferior.ptrace import PtraceBackend, Tracer, process_state
 
     pid = args.pid
     if process_state(pid) in (None, "Z", "X"):

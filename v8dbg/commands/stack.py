@@ -9,7 +9,7 @@ from ..errors import V8DbgError
 from ..program import Program
 from ..stack import exception, segments
 from ..stack.frames import Frame, StackDecoder
-from ..target.backend import ThreadInfo
+from ..inferior.backend import ThreadInfo
 from ..v8.metadata import warn_once
 from ..values import preview
 from .base import ArgumentError, Result, Session, command, hexaddr

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
-from ..target.backend import Registers
-from ..target.unwind import MachineFrame
+from ..inferior.backend import Registers
+from ..inferior.unwind import MachineFrame
 from .segments import caller_regs
 
 if TYPE_CHECKING:

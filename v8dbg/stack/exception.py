@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
-from ..target.backend import Registers
+from ..inferior.backend import Registers
 from . import segments
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
-from ..target.backend import Registers, ThreadInfo
-from ..target.unwind import MachineFrame, walk
+from ..inferior.backend import Registers, ThreadInfo
+from ..inferior.unwind import MachineFrame, walk
 from ..v8.builtins import UNNAMED as UNNAMED_BUILTIN
 from . import segments
 from .byframe import FrameIndex

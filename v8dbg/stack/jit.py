@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
-from ..target.unwind import MachineFrame
+from ..inferior.unwind import MachineFrame
 from ..v8.codes import CodeInfo
 from ..v8.deopt import DeoptPoint
 

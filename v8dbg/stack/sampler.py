@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import TargetMemoryError
-from ..target.ptrace import STOP_TIMEOUT, SYNC_WAIT
-from ..target.unwind import MachineFrame, walk
+from ..inferior.ptrace import STOP_TIMEOUT, SYNC_WAIT
+from ..inferior.unwind import MachineFrame, walk
 from .frames import INTERPRETER_BUILTINS, Frame, StackDecoder
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import TargetMemoryError, V8DbgError
-from ..target.backend import Registers
-from ..target.unwind import MachineFrame, walk
+from ..inferior.backend import Registers
+from ..inferior.unwind import MachineFrame, walk
 from ..v8 import layouts, pages
 
 if TYPE_CHECKING:

@@ -2,6 +2,6 @@
 per-version table (`layouts`), tagged values and maps (`tagged`), strings,
 scope info, functions and scripts, code objects and their positions.
 
-All V8-version knowledge lives in `layouts.py`. May import `target` and
+All V8-version knowledge lives in `layouts.py`. May import `inferior` and
 `v8dbg.errors`.
 """

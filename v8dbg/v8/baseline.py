@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..errors import DecodeError, TargetMemoryError
-from ..target.elf import ElfFile
+from ..inferior.elf import ElfFile
 from .bytecodes import bytecode_bytes, iter_bytecodes
 from .functions import read_uvlq
 

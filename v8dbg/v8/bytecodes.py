@@ -18,7 +18,7 @@ import struct
 from typing import Iterator
 
 from ..errors import DecodeError
-from ..target.elf import ElfFile
+from ..inferior.elf import ElfFile
 
 PREFIXES = (b"Wide", b"ExtraWide", b"DebugBreakWide", b"DebugBreakExtraWide")
 PREFIX_SCALE = {0: 1, 1: 2}  # Wide -> double operands, ExtraWide -> quadruple

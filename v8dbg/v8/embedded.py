@@ -25,7 +25,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from ..target.elf import ElfFile
+from ..inferior.elf import ElfFile
 
 _ANCHOR = b"InterpreterEntryTrampoline"  # a builtin every line has
 _IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]{0,127}\x00")

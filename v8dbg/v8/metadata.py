@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 
 from ..errors import V8DbgError
-from ..target.elf import ElfFile
+from ..inferior.elf import ElfFile
 from . import layouts
 from . import typenames
 from .embedded import BuiltinTable, find as find_builtins
@@ -233,7 +233,7 @@ def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
     if "EmbeddedBlobCodeStart" not in raw and binary.section(".symtab") is None:
         # A stripped binary: the builtins are the code without unwind tables;
         # V8's tables name them and place them exactly.
-        from ..target.cfi import uncovered
+        from ..inferior.cfi import uncovered
         # Usually the longest stretch; a few runners-up are tried (node 19.0's
         # longest is other code), each checked byte for byte by the search.
         spans = uncovered(binary, _BLOB_CANDIDATES)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
-from ..target.backend import proc_regions
+from ..inferior.backend import proc_regions
 from .metadata import warn_once
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def bulk(prog: Program):
         except Exception:
             path = None
         if path and os.path.isfile(path):
-            from ..target.corefile import CoreBackend
+            from ..inferior.corefile import CoreBackend
             try:
                 cb = CoreBackend(path)
                 if cb.pid() == prog.backend.pid() or not prog.backend.pid():

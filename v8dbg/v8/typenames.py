@@ -18,7 +18,7 @@ import re
 import struct
 from collections import Counter
 
-from ..target.elf import ElfFile
+from ..inferior.elf import ElfFile
 
 # The switch's symbols, newest first: the string builder, then the stream operator.
 SYMBOLS = ("_ZN2v88internal8ToStringB5cxx11ENS0_12InstanceTypeE",

@@ -166,13 +166,10 @@ def gcore(pid: int, core: Path) -> None:
     write_sparse(core, core.read_bytes())
 
 
-def gcore_of(version: str, fixture: str, timeout: float = 60) -> Path:
-    """A gcore of node VERSION running FIXTURE once it has written `ready`;
-    returns its directory, cached like make_core's. It holds `core` and
-    `threads.json`: the process's threads ([tid, name] from /proc/PID/task)
-    while it was stopped for the core."""
-    src = (FIXTURES / fixture).read_text()
-    d = CACHE / "cores" / version / f"{Path(fixture).stem}-gcore-{_key(src)}"
+def built_once(d: Path, build) -> Path:
+    """Directory D, made by build(D) the first time any test process asks and
+    marked `done`; other processes wait on its lock, later ones find it made. A
+    build that failed half-way is started afresh."""
     if (d / "done").exists():
         return d
     d.parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +180,19 @@ def gcore_of(version: str, fixture: str, timeout: float = 60) -> Path:
         if d.exists():
             shutil.rmtree(d)
         d.mkdir(parents=True)
+        build(d)
+        (d / "done").write_text("ok")
+    return d
+
+
+def gcore_of(version: str, fixture: str, timeout: float = 60) -> Path:
+    """A gcore of node VERSION running FIXTURE once it has written `ready`;
+    returns its directory, cached like make_core's. It holds `core` and
+    `threads.json`: the process's threads ([tid, name] from /proc/PID/task)
+    while it was stopped for the core."""
+    src = (FIXTURES / fixture).read_text()
+
+    def build(d: Path) -> None:
         env = dict(os.environ, V8DBG_OUT=str(d))
         proc = subprocess.Popen([str(node_binary(version)), str(FIXTURES / fixture)], cwd=d,
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -201,8 +211,8 @@ def gcore_of(version: str, fixture: str, timeout: float = 60) -> Path:
         finally:
             proc.kill()
             proc.wait()
-        (d / "done").write_text("ok")
-    return d
+
+    return built_once(CACHE / "cores" / version / f"{Path(fixture).stem}-gcore-{_key(src)}", build)
 
 
 # Libraries whose paths a "moved" core names as missing files, as a core

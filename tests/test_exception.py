@@ -14,17 +14,15 @@ exception it has stored (at Isolate::UnwindAndFindHandler): the pending one.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from support import (CACHE, FIXTURES, FRONTENDS, GDB, VERSIONS, _key, json_line, make_core,
-                     node_binary, read_json, run, validate_output, write_sparse)
+from support import (CACHE, FIXTURES, FRONTENDS, GDB, VERSIONS, _key, built_once, json_line,
+                     make_core, node_binary, read_json, run, validate_output, write_sparse)
 from test_deopt import acorn_path
 
 MODES = ["typeerror", "custom", "acorn", "rejection", "abort"]
@@ -49,17 +47,8 @@ def pending_core(version: str) -> Path:
     """A core of the fixture taken by gdb inside V8's handler search for an
     exception it has just stored (cached under .cache/cores like make_core's)."""
     src = (FIXTURES / "throw.js").read_text()
-    d = CACHE / "cores" / version / f"throw-pending-{_key(src, GDB)}"
-    if (d / "done").exists():
-        return d
-    d.parent.mkdir(parents=True, exist_ok=True)
-    with open(d.parent / f"{d.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (d / "done").exists():
-            return d
-        if d.exists():
-            shutil.rmtree(d)
-        d.mkdir(parents=True)
+
+    def build(d: Path) -> None:
         env = dict(os.environ, V8DBG_OUT=str(d), V8DBG_THROW="pending")
         core = d / "core"
         p = subprocess.run([GDB, "-nx", "-q", "-batch", "-ex", "set pagination off",
@@ -71,8 +60,8 @@ def pending_core(version: str) -> Path:
         if not core.exists():
             raise RuntimeError(f"node {version}: gdb took no core:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
         write_sparse(core, core.read_bytes())  # gdb writes every zero page out
-        (d / "done").write_text("ok")
-    return d
+
+    return built_once(CACHE / "cores" / version / f"throw-pending-{_key(src, GDB)}", build)
 
 
 _results: dict = {}

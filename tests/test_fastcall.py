@@ -15,10 +15,8 @@ being process.hrtime's.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -28,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from support import (CACHE, FIXTURES, FRONTENDS, ROOT, SWEEP, VERSIONS, LiveNode, _key,
+from support import (CACHE, FIXTURES, FRONTENDS, ROOT, SWEEP, VERSIONS, LiveNode, _key, built_once,
                      core_program, fetch_node, gcore, json_line, major, moved_core, node_binary,
                      run_cli, run_gdb, run_lldb, write_sparse)
 from test_stack import compare, expected_frames
@@ -88,20 +86,8 @@ def fast_call_core(version: str) -> Path:
     """A core of the fixture stopped with its main thread in libc inside a fast
     API call; cached under .cache/cores, keyed by the fixture's text."""
     src = (FIXTURES / FIXTURE).read_text()
-    d = CACHE / "cores" / version / f"fastcall-{_key(src, *flags(version))}"
-    if (d / "done").exists():
-        return d
-    d.parent.mkdir(parents=True, exist_ok=True)
-    with open(d.parent / f"{d.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (d / "done").exists():
-            return d
-        if d.exists():
-            shutil.rmtree(d)
-        d.mkdir(parents=True)
-        _take(d, version)
-        (d / "done").write_text("ok")
-    return d
+    return built_once(CACHE / "cores" / version / f"fastcall-{_key(src, *flags(version))}",
+                      lambda d: _take(d, version))
 
 
 def _take(d: Path, version: str) -> None:

@@ -146,7 +146,10 @@ def test_bad_input(version, cores):
     outs = run_cli(version, core, ["jscode", f"jscode --frame {native['index']}",
                                    f"jscode --frame {builtin['index']}", "jscode --frame 9999",
                                    "jscode 0x1234", "jscode --frame 1 --json 0x1234"])
-    for o in outs[:-1]:
+    # Neither --frame nor ADDR is a usage error: its line, then jscode's usage.
+    first, *usage = outs[0].splitlines()
+    assert first.startswith("v8dbg: jscode") and usage and usage[0].startswith("usage:"), outs[0]
+    for o in outs[1:-1]:
         assert len(o.splitlines()) == 1 and o.startswith("v8dbg: jscode"), o
     assert "error" in json_line(outs[-1])
 

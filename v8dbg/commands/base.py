@@ -146,6 +146,11 @@ class Session:
         # A core mostly missing (truncated): commands print what they can, and fail.
         self.degraded = False
 
+    def target_running(self) -> bool:
+        """Whether the target is a live process whose threads are running now."""
+        backend = self._factory()
+        return bool(getattr(backend, "live", False) and _running(backend))
+
     def program(self) -> Program:
         backend = self._factory()
         key = (id(backend), getattr(backend, "identity", lambda: None)())

@@ -57,6 +57,8 @@ class BtFrames:
         if k == self._not_v8:
             return None
         try:
+            if self.session.target_running():
+                return None  # memory moves under a running thread: the debugger's own bt, quietly
             return self.session.program()
         except Exception:  # not node (V8DbgError), or unreadable: the debugger's own bt
             self._not_v8 = k

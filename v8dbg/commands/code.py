@@ -50,23 +50,42 @@ MAX_RESTARTS = 4096
 def _disassemble(backend, fc: FunctionCode) -> tuple[list[Instruction], str]:
     """The whole code, disassembled. A disassembler may stop at bytes it cannot
     decode (lldb does, at data Maglev and TurboFan keep among the instructions):
-    such a byte is shown as `.byte` and disassembly goes on after it."""
+    such a byte is shown as `.byte` and disassembly goes on after it. It may
+    also read such data as instructions and run past where real ones start
+    again: the offsets of source positions and the frame's pc are instruction
+    starts V8 itself recorded, so an instruction running over one is not taken,
+    its bytes up to there are shown as `.byte`, and disassembly starts afresh
+    at that offset."""
     out: list[Instruction] = []
     at = 0
     tool = ""
+    starts = sorted({m.offset for m in fc.marks if 0 < m.offset < len(fc.data)}
+                    | ({fc.pc - fc.start} if fc.pc is not None and
+                       0 < fc.pc - fc.start < len(fc.data) else set()))
+    k = 0
     for _ in range(MAX_RESTARTS):
         if at >= len(fc.data):
             break
         dis = backend.disassemble(fc.start + at, fc.data[at:])
         tool = dis.tool
         for i in dis.instructions:
-            if i.address != fc.start + at or i.size <= 0 or at + i.size > len(fc.data):
+            while k < len(starts) and starts[k] <= at:
+                k += 1
+            nxt = starts[k] if k < len(starts) else len(fc.data)
+            if i.address != fc.start + at or i.size <= 0 or at + i.size > nxt:
                 break
             out.append(i)
             at += i.size
         if at < len(fc.data):
-            out.append(Instruction(fc.start + at, 1, f".byte {fc.data[at]:#04x}"))
-            at += 1
+            while k < len(starts) and starts[k] <= at:
+                k += 1
+            nxt = starts[k] if k < len(starts) else at + 1
+            # Resynchronise at the next recorded instruction start when it is near
+            # (the bytes between are data); else step over one byte.
+            end = nxt if nxt - at <= 16 else at + 1
+            for b in range(at, end):
+                out.append(Instruction(fc.start + b, 1, f".byte {fc.data[b]:#04x}"))
+            at = end
     else:
         fc.notes.append(f"disassembly stopped after {MAX_RESTARTS} undecodable bytes")
     return out, tool

@@ -82,6 +82,36 @@ def v8_uncaught(d) -> str:
     return m.group(1)
 
 
+def v8_from(d) -> str:
+    """The frames V8 listed after "FROM" as it aborted on an uncaught exception."""
+    said = (d / "output.txt").read_text(errors="replace")
+    assert "\nFROM\n" in said, said[-2000:]
+    return said.split("\nFROM\n", 1)[1]
+
+
+def v8_locations(stack: str) -> list[str]:
+    """`script:line:column` of each frame of a stack V8 formatted; `<builtin>`
+    for a frame it places `(<anonymous>)`."""
+    out = []
+    for line in stack.splitlines()[1:]:
+        m = re.match(r"\s+at (?:.* \((.*)\)|(.*))$", line)
+        if m:
+            where = m.group(1) or m.group(2)
+            out.append("<builtin>" if where == "<anonymous>" else where)
+    return out
+
+
+def captured_locations(verbose: list[str]) -> list[str]:
+    """The place of each captured frame jsstack -v lists under `exception:`."""
+    out = []
+    for line in verbose[2:]:
+        if not line.startswith("    at "):
+            break
+        m = re.search(r" \(([^()]*)\)$", line)
+        out.append(m.group(1) if m else "")
+    return out
+
+
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("mode", ["typeerror", "custom", "acorn", "rejection"])
@@ -120,6 +150,16 @@ def test_uncaught_exception_shown(mode, version, frontend, cores):
         assert js[0] == thrower, js
     if mode == "custom":
         assert {"key": "offset", "value": {"type": "number", "value": 7}} in exc["properties"]
+    if mode != "rejection":  # (node formatted that one's stack itself)
+        # Where each captured frame is, as V8 says: the error was made where
+        # the caught one was (its stack's first frame), and was thrown from the
+        # callers V8 listed when it aborted ("FROM"), at most stackTraceLimit.
+        made = v8_locations(read_json(d, "expected.json")["stack"])[0]
+        callers = re.findall(r"\(([^()]*:\d+:\d+)\)", v8_from(d))
+        want_at = [made] + callers[1:10]
+        assert captured_locations(verbose) == want_at, (verbose, want_at)
+        assert [p["line"] for p in exc["frame_positions"]] == \
+            [int(w.split(":")[-2]) for w in want_at], exc["frame_positions"]
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
@@ -136,6 +176,12 @@ def test_pending_exception_shown(version, frontend, cores):
     assert {"key": "offset", "value": {"type": "number", "value": 3}} in exc["properties"]
     assert out["jsstack"].splitlines()[1] == f"exception: {want['constructor']}: {want['message']}"
     assert "UnwindAndFindHandler" in out["jsstack"].splitlines()[2]
+    # -v: each frame where V8 says its twin, made at the same call site, was
+    # (a builtin's, `Array.map (<anonymous>)` to V8, is `<builtin>` here).
+    want_at = v8_locations(read_json(d, "expected.json")["stack"])
+    assert [w for w in want_at if w == "<builtin>"], want_at
+    assert captured_locations(out["jsstack -v"].splitlines()) == want_at, \
+        (out["jsstack -v"][:3000], want_at)
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)

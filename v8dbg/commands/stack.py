@@ -12,6 +12,7 @@ from ..stack.frames import Frame, StackDecoder
 from ..inferior.backend import ThreadInfo
 from ..v8.metadata import warn_once
 from ..values import preview
+from ..values.jserrors import captured_frames_text
 from .base import ArgumentError, Result, Session, command, hexaddr
 
 MAX_THREADS = 4096
@@ -134,7 +135,7 @@ def exception_text(value: dict, verbose: bool) -> list[str]:
         if stack:
             out += ["    " + ln.strip() for ln in stack.splitlines()[1:] if ln.strip().startswith("at ")]
         else:
-            out += [f"    at {f}" for f in value.get("frames") or []]
+            out += [f"    {f}" for f in captured_frames_text(value)]
     return out
 
 

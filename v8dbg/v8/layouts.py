@@ -31,6 +31,14 @@ COMMON: dict[str, Any] = {
         "BuiltinExitFrameTargetOffset": 24,  # the JSFunction in a BuiltinExitFrame, from fp
         "ErrorStackFrameSlots": 0,  # >0: an unformatted error stack is a flat list
         "ErrorStackFrameFunction": 2,
+        # ... and there a frame's code (a BytecodeWrapper), offset and flags.
+        "ErrorStackFrameCode": 0,
+        "ErrorStackFrameOffset": 3,
+        "ErrorStackFrameFlags": 5,
+        # CallSiteInfo flags: the bit that says its offset is already a source
+        # position, not a bytecode offset (V8 caches the position there once
+        # asked). Bit 7 from 12.4 (is_builtin before it), 6 before.
+        "CallSiteInfoPositionComputedBit": 7,
         "JSDateValueIsRaw": 0,  # 1: JSDate keeps a raw float64, not a tagged number
         # A NativeContext is its slots plus raw words after them (the microtask
         # queue pointer): its size is 2 + length + this many words.
@@ -88,7 +96,13 @@ COMMON: dict[str, Any] = {
         ("JSArrayBufferView", "buffer"): 24,
         ("JSArrayBufferView", "bit_field"): 48,
         ("JSDataView", "data_pointer"): 56,
+        # CallSiteInfo, V8 10.2-11.3: receiver, function, code object, then
+        # code_offset_or_source_position and flags (Smis). From 12.4 the code
+        # object comes first and the function moves (see below).
         ("CallSiteInfo", "function"): 16,
+        ("CallSiteInfo", "code_object"): 24,
+        ("CallSiteInfo", "code_offset_or_source_position"): 32,
+        ("CallSiteInfo", "flags"): 40,
         ("DescriptorArray", "number_of_all_descriptors"): 8,  # u16
         ("PropertyArray", "data"): 16,
         ("FixedDoubleArray", "data"): 16,
@@ -209,6 +223,7 @@ _TEMPLATE_OLD = {("FunctionTemplateInfo", "class_name"): 56}
 _TEMPLATE_12 = {("FunctionTemplateInfo", "class_name"): 40}
 _VALUES: dict[tuple[int, int], dict[str, Any]] = {
     (10, 2): {"consts": {
+        "CallSiteInfoPositionComputedBit": 6,
         "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
         "ScopeInfoModuleCountFirst": 0,  # the module variable count is near the end
         **_typed_kinds(_TYPED_KINDS_OLD, 17),
@@ -217,6 +232,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         "FirstJSFunctionType": 2065, "LastJSFunctionType": 2080,
     }, "fields": {("JSArrayBuffer", "bit_field"): 56, **_TEMPLATE_OLD}},
     (11, 3): {"consts": {
+        "CallSiteInfoPositionComputedBit": 6,
         "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
         "ScopeInfoModuleCountFirst": 0,  # the module variable count is near the end
         **_typed_kinds(_TYPED_KINDS_OLD, 18),
@@ -234,7 +250,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
                  GLOBAL_DICTIONARY_TYPE=177, NAME_DICTIONARY_TYPE=178, NUMBER_DICTIONARY_TYPE=180,
                  ORDERED_HASH_MAP_TYPE=181, ORDERED_HASH_SET_TYPE=182),
     }, "fields": {("JSArrayBuffer", "bit_field"): 64, ("CallSiteInfo", "function"): 24,
-                  **_TEMPLATE_12}},
+                  ("CallSiteInfo", "code_object"): 8, **_TEMPLATE_12}},
     (13, 6): {"consts": {
         "ScopeTypeModule": 5,  # ScopeInfo flags bits 0..3
         **_typed_kinds(_TYPED_KINDS_NEW, 18),
@@ -243,6 +259,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         "JSDateValueIsRaw": 1,  # a raw float64, not a tagged number
     }, "fields": {
         ("CallSiteInfo", "function"): 24,
+        ("CallSiteInfo", "code_object"): 8,
         ("JSArrayBuffer", "bit_field"): 72,
         ("JSArrayBufferView", "buffer"): 32,
         ("JSArrayBufferView", "bit_field"): 40,
@@ -266,6 +283,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
     }, "fields": {
         # Only node 26.0-26.5 keep CallSiteInfo objects in an unformatted stack.
         ("CallSiteInfo", "function"): 24,
+        ("CallSiteInfo", "code_object"): 8,
         ("JSArrayBuffer", "bit_field"): 72,
         ("JSArrayBufferView", "buffer"): 32,
         ("JSArrayBufferView", "bit_field"): 40,

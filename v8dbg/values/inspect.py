@@ -16,6 +16,7 @@ import struct
 from typing import Any
 
 from ..v8.typenames import class_of
+from .jserrors import captured_frames_text
 
 BREAK_LENGTH = 80
 COMPACT = 3
@@ -232,7 +233,7 @@ def _container(ctx: _Ctx, v: dict, level: int, a: str) -> str:
     elif t == "error":
         base = v.get("stack") or f"{v.get('constructor') or 'Error'}: {v.get('message') or ''}"
         if v.get("frames") and not v.get("stack"):
-            base += "".join(f"\n    at {f}" for f in v["frames"])
+            base += "".join(f"\n    {f}" for f in captured_frames_text(v))
         if ctx.indent:
             base = base.replace("\n", "\n" + " " * ctx.indent)
         braces = ["{", "}"]

@@ -7,7 +7,9 @@ One fixture, one core per mode and line: a TypeError from reading a property
 of undefined, a custom Error subclass thrown by a `throw` statement, a
 SyntaxError from a real program (acorn, from the npm registry), an async
 function's TypeError that nothing awaits (node throws the unhandled rejection
-and aborts in its own handler), and process.abort(). Each first throws and catches another error, which must
+and aborts in its own handler), a TypeError thrown 250 frames down (the
+message then lies blocks back among the handles V8 made after it), and
+process.abort(). Each first throws and catches another error, which must
 never be the one shown. And a core gdb takes while V8 unwinds with an
 exception it has stored (at Isolate::UnwindAndFindHandler): the pending one.
 """
@@ -25,7 +27,7 @@ from support import (CACHE, FIXTURES, FRONTENDS, GDB, VERSIONS, _key, built_once
                      make_core, node_binary, read_json, run, validate_output, write_sparse)
 from test_deopt import acorn_path
 
-MODES = ["typeerror", "custom", "acorn", "rejection", "abort"]
+MODES = ["typeerror", "custom", "acorn", "rejection", "deep", "abort"]
 COMMANDS = ["jsstack", "jsstack --json", "jsstack -v"]
 
 
@@ -114,7 +116,7 @@ def captured_locations(verbose: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("mode", ["typeerror", "custom", "acorn", "rejection"])
+@pytest.mark.parametrize("mode", ["typeerror", "custom", "acorn", "rejection", "deep"])
 def test_uncaught_exception_shown(mode, version, frontend, cores):
     d = cores[(version, mode)]
     want = read_json(d, "expected.json")["thrown"]
@@ -144,7 +146,8 @@ def test_uncaught_exception_shown(mode, version, frontend, cores):
     # rejection's -- else the function of each frame V8 captured.)
     captured = [l.strip()[3:].split(" (")[0] for l in verbose[2:] if l.startswith("    at ")]
     js = [f["function"] for f in doc["frames"] if f["kind"] == "js"]
-    thrower = {"typeerror": "leaf", "custom": "parse", "acorn": "pp$4.raise", "rejection": "load"}[mode]
+    thrower = {"typeerror": "leaf", "custom": "parse", "acorn": "pp$4.raise", "rejection": "load",
+               "deep": "descend"}[mode]
     assert captured and captured[0] == thrower, captured
     if mode != "rejection":  # the rest throw on this stack
         assert js[0] == thrower, js

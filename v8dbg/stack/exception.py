@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 SEARCH_PAST_HEAP = 16 << 10
 MAX_LEVEL = 1 << 20  # nested handle scopes a real thread could have open
 MAX_BLOCKS = 1 << 20  # handle blocks an isolate could have in use
+SCAN_BLOCKS = 256  # blocks searched back for the message (256K handles); none found, none shown
 
 
 @dataclass
@@ -135,8 +136,8 @@ def _blocks(prog: Program, t: ThreadTop, words: tuple[int, ...], block: int) -> 
 
 
 def _from_handles(prog: Program, t: ThreadTop) -> Thrown | None:
-    """The newest message object in the handles of the innermost scopes
-    (the current block and the one before it), with its argument."""
+    """The newest message object in the live handles, searched from the newest
+    back (the current block, then up to SCAN_BLOCKS before it), with its argument."""
     try:
         words = _words(prog, t.isolate, t.heap + SEARCH_PAST_HEAP)
     except TargetMemoryError:
@@ -154,8 +155,11 @@ def _from_handles(prog: Program, t: ThreadTop) -> Thrown | None:
         return None  # nothing of that shape that V8's list of blocks confirms
     nxt, limit, blocks = chosen
     base = limit - 8 * slots
-    # This block, then the full one before it (a scope's handles may span both).
-    spans = [(base, nxt)] + [(b, b + 8 * slots) for b in blocks[-2:-1]]
+    # This block, then the full ones before it, newest first: the aborting code
+    # may hold thousands of handles made after the message (a deep stack's
+    # frames as V8 prints them: five blocks' worth at 250 frames).
+    spans = [(base, nxt)] + [(b, b + 8 * slots)
+                             for b in reversed(blocks[-1 - SCAN_BLOCKS:-1])]
     off = prog.md.off("JSMessageObject", "argument")
     for lo, hi in spans:
         for w in reversed(_words(prog, lo, hi)):

@@ -170,7 +170,10 @@ def _jsstack(p: argparse.ArgumentParser):
         data: dict = {"thread": {"tid": thread.tid, "name": thread.name}}
         lines = [f"thread {thread.tid}" + (f" ({thread.name})" if thread.name else "")]
         if thread.regs is not None:
-            thrown = exception.thrown(prog, thread.regs)
+            cut: list[str] = []
+            thrown = exception.thrown(prog, thread.regs, cut)
+            for n in cut:
+                warn_once(n)
             if thrown is not None:
                 data["exception"] = prog.values.decode(thrown.value, 1)
                 lines += exception_text(data["exception"], args.v)

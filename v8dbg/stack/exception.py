@@ -44,9 +44,10 @@ class Thrown:
     origin: str  # "pending", "scheduled" (V8 state) or "message" (the handle scope)
 
 
-def thrown(prog: Program, regs: Registers) -> Thrown | None:
+def thrown(prog: Program, regs: Registers, notes: list[str] | None = None) -> Thrown | None:
     """The exception of the isolate running JS on this thread, or None when
-    it holds none (or none can be told for sure)."""
+    it holds none (or none can be told for sure). A search cut short by its
+    cap is said in `notes`."""
     try:
         t = segments.top_for(prog, regs)
     except (TargetMemoryError, V8DbgError):
@@ -54,7 +55,7 @@ def thrown(prog: Program, regs: Registers) -> Thrown | None:
     if t is None:
         return None
     try:
-        return _pending(prog, t) or _from_handles(prog, t)
+        return _pending(prog, t) or _from_handles(prog, t, notes)
     except (TargetMemoryError, DecodeError, V8DbgError):
         return None
 
@@ -135,7 +136,7 @@ def _blocks(prog: Program, t: ThreadTop, words: tuple[int, ...], block: int) -> 
     return None
 
 
-def _from_handles(prog: Program, t: ThreadTop) -> Thrown | None:
+def _from_handles(prog: Program, t: ThreadTop, notes: list[str] | None = None) -> Thrown | None:
     """The newest message object in the live handles, searched from the newest
     back (the current block, then up to SCAN_BLOCKS before it), with its argument."""
     try:
@@ -166,4 +167,7 @@ def _from_handles(prog: Program, t: ThreadTop) -> Thrown | None:
             if _message(prog, w):
                 v = prog.mem.u64(w - 1 + off)
                 return Thrown(v, w, "message") if _js_value(prog, v) else None
+    if len(blocks) - 1 > SCAN_BLOCKS and notes is not None:
+        notes.append(f"no uncaught exception's message in the newest {SCAN_BLOCKS + 1} of "
+                     f"{len(blocks)} handle blocks; older blocks were not searched")
     return None

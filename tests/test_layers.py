@@ -1,7 +1,8 @@
 """The package's layers: imports point down only, and no module imports in a circle.
 
 inferior -> v8 -> stack / values / heap -> commands (and `program`, which hands
-out the decoders, sits above the decoder layers). Imports made only for type
+out the decoders, sits above the decoder layers; `triage`, which reads many
+cores through it, beside it). Imports made only for type
 checking (under `if TYPE_CHECKING:`) do not count: they run nowhere.
 """
 
@@ -15,9 +16,9 @@ PKG = ROOT / "v8dbg"
 
 # Each layer and the layers it may import from (errors is shared by all).
 RANK = {"errors": 0, "interrupt": 0, "inferior": 1, "v8": 2, "stack": 3, "values": 3, "heap": 4,
-        "program": 5, "commands": 6, "__main__": 7, "gdb": 7, "lldb": 7, "gdb_bt": 7, "lldb_bt": 7, "__init__": 0}
+        "program": 5, "triage": 5, "commands": 6, "__main__": 7, "gdb": 7, "lldb": 7, "gdb_bt": 7, "lldb_bt": 7, "__init__": 0}
 # Same-rank layers that may use each other, one way only.
-SIDEWAYS = {("heap", "values"), ("gdb", "gdb_bt"), ("lldb", "lldb_bt")}
+SIDEWAYS = {("heap", "values"), ("triage", "program"), ("gdb", "gdb_bt"), ("lldb", "lldb_bt")}
 
 
 def _module_name(path: Path) -> str:

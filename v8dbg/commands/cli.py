@@ -15,7 +15,8 @@ from typing import NoReturn
 
 from .. import __version__
 from ..errors import V8DbgError
-from . import Command, Session, launch, load_all, profile
+from . import Command, Session, launch, load_all, profile, triage
+from ..inferior.corefile import core_file_problem
 from .base import did_you_mean, explain_usage, truncation_first
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -50,16 +51,6 @@ LAUNCHERS = {
                  "Print the lldb commands that load v8dbg from this installation: "
                  "`v8dbg lldbinit >> ~/.lldbinit`."),
 }
-
-# File signatures of compressed cores (systemd-coredump writes .zst by default).
-_COMPRESSED = [
-    (b"\x1f\x8b", "gzip", "gunzip -k {path}"),
-    (b"\x28\xb5\x2f\xfd", "zstd", "zstd -d {path}"),
-    (b"\xfd7zXZ\x00", "xz", "unxz -k {path}"),
-    (b"BZh", "bzip2", "bunzip2 -k {path}"),
-    (b"\x04\x22\x4d\x18", "lz4", "lz4 -d {path}"),
-]
-
 
 def _prog_name() -> str:
     arg0 = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
@@ -118,8 +109,9 @@ def _target_options() -> argparse.ArgumentParser:
 def cli_commands(commands: dict[str, Command]) -> list[str]:
     """The CLI's sub-commands: every v8dbg command but `v8dbg` itself (the
     debuggers' list of commands; here `--help` lists them), the launchers,
-    profile and help."""
-    return [n for n in sorted(commands) if n != "v8dbg"] + list(LAUNCHERS) + ["profile", "help"]
+    profile, triage and help."""
+    return ([n for n in sorted(commands) if n != "v8dbg"] + list(LAUNCHERS)
+            + ["profile", "triage", "help"])
 
 
 def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.ArgumentParser,
@@ -142,6 +134,8 @@ def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.Argu
         subs[name] = sub.add_parser(name, help=summary, description=description)
     subs["profile"] = sub.add_parser("profile", help=f"{profile.SUMMARY} (standalone only)",
                                      add_help=False)
+    subs["triage"] = sub.add_parser("triage", help=f"{triage.SUMMARY} (standalone only)",
+                                    add_help=False)
     subs["help"] = sub.add_parser("help", help="help for one command: help COMMAND",
                                   description="Show the help of COMMAND (or of v8dbg).")
     subs["help"].add_argument("topic", nargs="?", metavar="COMMAND")
@@ -192,26 +186,6 @@ def _hoist_target_options(argv: list[str]) -> list[str]:
     return argv[i:] + lead if lead else argv
 
 
-def core_file_problem(path: str) -> str | None:
-    """Why `path` cannot be read as a core, in one line; None if it may be one."""
-    if not os.path.exists(path):
-        return f"core file {path} not found"
-    if os.path.isdir(path):
-        return f"{path} is a directory, not a core file"
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-    except OSError as e:
-        return f"cannot read {path}: {e.strerror}"
-    for magic, kind, tool in _COMPRESSED:
-        if head.startswith(magic):
-            more = (" (for systemd-coredump, `coredumpctl dump PID -o core` writes it "
-                    "uncompressed)" if kind == "zstd" else "")
-            return (f"{path} is {kind}-compressed: decompress it first, "
-                    f"e.g. `{tool.format(path=path)}`{more}")
-    return None
-
-
 def _found_elsewhere(backend, taken: str) -> bool:
     """Whether the node file taken from the core is not the file the core
     names (found under --sysroot, or by build-id along --solib-path): each run
@@ -239,6 +213,9 @@ def _main(argv: list[str], prog: str) -> int:
     if argv and argv[0] == "profile":
         # A running process, not a core: a command with options of its own.
         return profile.main(argv[1:])
+    if argv and argv[0] == "triage":
+        # Many cores, not one: a command with options of its own.
+        return triage.main(argv[1:])
     argv = _hoist_target_options(argv)
     commands = load_all()
     top, subs = build_parser(commands, prog)
@@ -261,6 +238,8 @@ def _main(argv: list[str], prog: str) -> int:
             top.print_help()
         elif args.topic == "profile":
             profile.main(["--help"])
+        elif args.topic == "triage":
+            triage.main(["--help"])
         elif args.topic in subs:
             subs[args.topic].print_help()
         else:

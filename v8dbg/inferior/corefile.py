@@ -28,6 +28,16 @@ _REG_NAMES = ("r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_ra
               "rip cs eflags rsp ss fs_base gs_base ds es fs gs").split()
 
 
+# File signatures of compressed cores (systemd-coredump writes .zst by default).
+_COMPRESSED = [
+    (b"\x1f\x8b", "gzip", "gunzip -k {path}"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "zstd -d {path}"),
+    (b"\xfd7zXZ\x00", "xz", "unxz -k {path}"),
+    (b"BZh", "bzip2", "bunzip2 -k {path}"),
+    (b"\x04\x22\x4d\x18", "lz4", "lz4 -d {path}"),
+]
+
+
 @dataclass(frozen=True)
 class FileMapping:
     start: int
@@ -168,6 +178,10 @@ class CoreBackend:
     def regions(self) -> list[tuple[int, int]]:
         """[start, end) of the memory the core holds (its PT_LOAD contents)."""
         return [(v, v + f) for v, _m, _o, f in self._segs if f]
+
+    def file_regions(self) -> list[tuple[int, int]]:
+        """(offset in the core file, size) of the memory the core holds."""
+        return [(o, f) for _v, _m, o, f in self._segs if f]
 
     def mappings(self) -> list[Mapping]:
         main = self._main_path()
@@ -361,3 +375,23 @@ def readable_regions(core_path: str | None, pid: int | None) -> list[tuple[int, 
     if core_path:
         return core_regions(core_path)
     return proc_regions(pid) if pid else []
+
+
+def core_file_problem(path: str) -> str | None:
+    """Why `path` cannot be read as a core, in one line; None if it may be one."""
+    if not os.path.exists(path):
+        return f"core file {path} not found"
+    if os.path.isdir(path):
+        return f"{path} is a directory, not a core file"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as e:
+        return f"cannot read {path}: {e.strerror}"
+    for magic, kind, tool in _COMPRESSED:
+        if head.startswith(magic):
+            more = (" (for systemd-coredump, `coredumpctl dump PID -o core` writes it "
+                    "uncompressed)" if kind == "zstd" else "")
+            return (f"{path} is {kind}-compressed: decompress it first, "
+                    f"e.g. `{tool.format(path=path)}`{more}")
+    return None

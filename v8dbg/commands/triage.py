@@ -1,0 +1,178 @@
+"""`v8dbg triage`: many cores grouped into crash buckets by signature.
+
+Standalone command line only: it reads cores by the hundred, in a process
+pool on this machine or on a Dask cluster, and prints the buckets; one
+progress line on stderr while it runs, when stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..errors import V8DbgError
+from ..triage import fleet, sources
+from ..triage.core import CoreProblem
+from ..triage.fleet import Bucket
+from .base import printable
+
+USAGE = "triage PATH... [--binary-dir DIR] [--workers N] [--dask ADDRESS] [--json]"
+SUMMARY = "group many cores into crash buckets by their JS stack's signature"
+EXAMPLES = 3  # example cores named per bucket in the text output
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Usage(f"triage: {message}")
+
+
+class _Usage(Exception):
+    pass
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="v8dbg triage", usage="v8dbg " + USAGE, allow_abbrev=False, description=(
+        "Read the crashing thread's JavaScript stack of each core (as jsstack "
+        "does, no heap walk) and group the cores by crash signature: the "
+        "program's top JS frames (function and script name; node's own "
+        "`node:` modules, V8 builtins and the throw/abort machinery skipped), "
+        "so one crash site is one bucket across node releases and data. "
+        "Buckets are listed by count with their node versions, the example "
+        "core's frames and the thrown error. A core that cannot be read is "
+        "listed as an error with the reason. Exit status 0 when at least one "
+        "core was read, 1 when none was."))
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="core files, directories of them (walked), or with fsspec "
+                        "installed, URLs of either (file://, s3://, ...)")
+    p.add_argument("--binary-dir", action="append", default=[], metavar="DIR",
+                   help="node binaries of the cores' releases, found by build-id (any "
+                        "layout below DIR; repeatable); the path each core names is "
+                        "tried first")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help=f"cores read at once on this machine (default: the CPU count, "
+                        f"{fleet.default_workers()} here)")
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="read the cores on a Dask cluster (tcp://scheduler:8786): one task "
+                        "per core, each worker reads it where it lies; needs "
+                        "pip install 'v8dbg[dask]'")
+    p.add_argument("--json", action="store_true", help="print one line of JSON")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Run the triage command; returns the exit status."""
+    p = parser()
+    if any(a in ("-h", "--help") for a in argv):
+        sys.stdout.write(p.format_help())
+        return 0
+    as_json = "--json" in argv
+    try:
+        args = p.parse_args(argv)
+        if args.workers is not None and args.workers < 1:
+            raise _Usage("triage: --workers takes a number of processes >= 1")
+        if args.workers is not None and args.dask:
+            raise _Usage("triage: --workers and --dask together: the cluster has its own workers")
+        for d in args.binary_dir:
+            if not os.path.isdir(d):
+                raise _Usage(f"triage: --binary-dir: {d} is not a directory")
+    except _Usage as e:
+        if as_json:
+            print(json.dumps({"error": str(e)}))
+        print(f"v8dbg: {e}\nusage: v8dbg {USAGE}", file=sys.stderr)
+        return 2
+    try:
+        return _triage(args)
+    except V8DbgError as e:
+        if args.json:
+            print(json.dumps({"error": str(e)}))
+        print(f"v8dbg: triage: {e}", file=sys.stderr)
+        return 1
+
+
+class _Progress:
+    """`v8dbg: triage: 12/40 cores, 1 error` on stderr, when it is a terminal."""
+
+    def __init__(self) -> None:
+        try:
+            self.terminal = os.isatty(2)
+        except OSError:
+            self.terminal = False
+        self.shown = False
+
+    def __call__(self, done: int, total: int, errors: int) -> None:
+        if not self.terminal:
+            return
+        self.shown = True
+        sys.stderr.write(f"\rv8dbg: triage: {done}/{total} cores, "
+                         f"{errors} error{'s' if errors != 1 else ''}")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+def _triage(args: argparse.Namespace) -> int:
+    found = sources.find(args.paths)
+    progress = _Progress()
+    try:
+        results = fleet.run(found.cores, tuple(args.binary_dir), args.workers, args.dask,
+                            progress)
+    finally:
+        progress.done()
+    buckets, problems = fleet.buckets_of(results)
+    problems = [CoreProblem(p, why) for p, why in found.problems] + problems
+    if found.left_out:
+        problems.append(CoreProblem(args.paths[-1], f"{found.left_out} more files were left "
+                                    f"out: one run takes at most {sources.MAX_CORES}"))
+    if args.json:
+        print(json.dumps(to_json(buckets, problems)))
+    else:
+        print(printable(text(buckets, problems, len(found.cores))))
+    return 0 if buckets else 1
+
+
+def frame_json(f) -> dict:
+    if f.native:
+        return {"function": f.function, "script": None, "line": None, "column": None,
+                "native": True}
+    return {"function": f.function, "script": f.script, "line": f.line, "column": f.column}
+
+
+def to_json(buckets: list[Bucket], problems: list[CoreProblem]) -> dict:
+    out = []
+    for b in buckets:
+        ex = b.example
+        thrown = next((c.thrown for c in b.crashes if c.thrown is not None), None)
+        out.append({
+            "signature": b.signature, "count": b.count, "node_versions": b.node_versions,
+            "frames": [frame_json(f) for f in ex.frames],
+            "exception": None if thrown is None else
+            {"constructor": thrown.constructor, "message": thrown.message},
+            "cores": [{"path": c.path, "node_version": c.node_version} for c in b.crashes],
+        })
+    return {"buckets": out, "errors": [{"path": p.path, "error": p.error} for p in problems]}
+
+
+def text(buckets: list[Bucket], problems: list[CoreProblem], total: int) -> str:
+    read = sum(b.count for b in buckets)
+    lines = [f"{len(buckets)} bucket{'s' if len(buckets) != 1 else ''} from {read} of "
+             f"{total} cores" + (f"; {len(problems)} error{'s' if len(problems) != 1 else ''}"
+                                 if problems else "")]
+    for i, b in enumerate(buckets, 1):
+        ex = b.example
+        lines += ["", f"#{i} {b.count} core{'s' if b.count != 1 else ''}  "
+                      f"node {', '.join(b.node_versions)}",
+                  f"    {b.signature}"]
+        thrown = next((c.thrown for c in b.crashes if c.thrown is not None), None)
+        if thrown is not None:
+            lines.append(f"    thrown: {thrown.text}")
+        lines += [f"      {f.where}" for f in ex.frames]
+        more = f" (+{b.count - EXAMPLES} more)" if b.count > EXAMPLES else ""
+        lines.append(f"    cores: {', '.join(c.path for c in b.crashes[:EXAMPLES])}{more}")
+    if problems:
+        lines += ["", "errors:"] + [f"    {p.path}: {p.error}" for p in problems]
+    return "\n".join(lines)

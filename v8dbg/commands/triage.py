@@ -14,7 +14,7 @@ import sys
 
 from ..errors import V8DbgError
 from ..triage import fleet, sources
-from ..triage.core import CoreProblem
+from ..triage.crash import CoreProblem
 from ..triage.fleet import Bucket
 from .base import printable
 

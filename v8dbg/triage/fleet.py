@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 
 from ..errors import V8DbgError
-from .core import CoreCrash, CoreProblem, crash_of
+from .crash import CoreCrash, CoreProblem, crash_of
 
 DASK_CONNECT_TIMEOUT = 15.0  # seconds to reach a scheduler
 

@@ -98,7 +98,7 @@ def run_dask(cores: list[str], binary_dirs: tuple[str, ...], address: str) -> It
         raise V8DbgError("--dask needs Dask's distributed package: "
                          "pip install 'v8dbg[dask]'") from None
     try:
-        client = Client(address, timeout=DASK_CONNECT_TIMEOUT, set_as_default=False)
+        client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as e:
         raise V8DbgError(f"cannot reach the Dask scheduler at {address}: {e}") from None
     try:
@@ -107,7 +107,7 @@ def run_dask(cores: list[str], binary_dirs: tuple[str, ...], address: str) -> It
         # pure=False: two paths may name the same file, each is its own task.
         futures = client.map(crash_of, cores, binary_dirs=binary_dirs, pure=False)
         try:
-            for f in dask_completed(futures):
+            for f in dask_completed(futures, loop=client.loop):
                 try:
                     yield f.result()
                 except Exception as e:  # noqa: BLE001 -- a worker lost, not one bad core

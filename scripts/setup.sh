@@ -27,8 +27,11 @@ fi
 # core from this checkout; it needs only the standard library (NumPy, above, is optional).
 # jsonschema: the tests validate every --json output against docs/v8dbg-output.schema.json.
 # capstone: the standalone CLI's disassembler for `jscode` (gdb and lldb use their own).
-python3 -m pip install -q --disable-pip-version-check pytest pytest-xdist hypothesis numpy jsonschema capstone >/dev/null 2>&1 || \
-  python3 -m pip install -q --disable-pip-version-check --break-system-packages pytest pytest-xdist hypothesis numpy jsonschema capstone
+# distributed, fsspec: `triage --dask` and core URLs (the `dask` extra); the triage
+# test starts a Dask scheduler and workers with the `dask` command distributed installs.
+PIP_PACKAGES="pytest pytest-xdist hypothesis numpy jsonschema capstone distributed fsspec"
+python3 -m pip install -q --disable-pip-version-check $PIP_PACKAGES >/dev/null 2>&1 || \
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages $PIP_PACKAGES
 
 mkdir -p .cache/node
 for v in $VERSIONS; do

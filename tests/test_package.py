@@ -124,6 +124,7 @@ def test_wheel_contents(venv: Path) -> None:
     assert "License: MIT" in meta or "License-Expression: MIT" in meta, meta[:2000]
     assert "Project-URL: Source" in meta, meta[:2000]
     assert "Provides-Extra: fast" in meta, meta[:2000]
+    assert "Provides-Extra: dask" in meta and "extra == \"dask\"" in meta, meta[:2000]
     assert "Description-Content-Type: text/markdown" in meta and "## Troubleshooting" in meta
     # Every package of the source tree is in the wheel (subpackages included).
     for init in (ROOT / "v8dbg").rglob("__init__.py"):

@@ -16,7 +16,7 @@ from ..errors import V8DbgError
 from ..triage import fleet, sources
 from ..triage.crash import CoreProblem
 from ..triage.fleet import Bucket
-from .base import printable
+from .base import explain_usage, printable
 
 USAGE = "triage PATH... [--binary-dir DIR] [--workers N] [--dask ADDRESS] [--json]"
 SUMMARY = "group many cores into crash buckets by their JS stack's signature"
@@ -25,7 +25,7 @@ EXAMPLES = 3  # example cores named per bucket in the text output
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(f"triage: {message}")
+        raise _Usage(f"triage: {explain_usage(self, message)}")
 
 
 class _Usage(Exception):

@@ -250,6 +250,25 @@ def test_missing_binary_found_in_binary_dir(fleet) -> None:
     assert b["exception"] == thrown
 
 
+def test_no_core_left_open(fleet) -> None:
+    """A worker reads core after core: none stays open (a descriptor per core
+    would run out at the process's limit, 1024 by default, in a big fleet)."""
+    sys.path.insert(0, str(ROOT))
+    from v8dbg.triage.crash import CoreCrash, crash_of
+    files = sorted(str(p) for p in fleet["dir"].iterdir())
+    cores = {os.path.realpath(p) for p in files}
+    results = [crash_of(p) for p in files * 2]
+    assert sum(isinstance(r, CoreCrash) for r in results) == 2 * len(FLEET)
+    fd_dir = f"/proc/{os.getpid()}/fd"
+    held = set()
+    for fd in os.listdir(fd_dir):
+        try:
+            held.add(os.readlink(f"{fd_dir}/{fd}"))
+        except OSError:
+            pass
+    assert not held & cores, held & cores
+
+
 def test_bad_input(tmp_path, fleet) -> None:
     """An empty directory, a directory of non-cores, a path that is not
     there: error entries, exit 1; usage errors exit 2."""

@@ -109,6 +109,14 @@ class CoreBackend:
         if binary_path:
             self._files[self._main_path() or self.binary_path] = ElfFile(binary_path)
 
+    def close(self) -> None:
+        """Let go of the core file (its descriptor and mapping): a process
+        that reads thousands of cores one after another keeps none open."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.elf.close()
+
     # -- notes -----------------------------------------------------------
 
     def _parse_notes(self, blob: bytes) -> None:

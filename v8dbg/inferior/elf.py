@@ -166,6 +166,14 @@ class ElfFile:
     def size(self) -> int:
         return len(self._map)
 
+    def close(self) -> None:
+        """Unmap the file now, not when the last reference goes (a view of
+        it still held elsewhere keeps it mapped until then)."""
+        try:
+            self._map.close()
+        except BufferError:
+            pass
+
     def _read_segments(self) -> list[Segment]:
         m = self._map
         # A cut file (a truncated core) keeps the headers that fit.

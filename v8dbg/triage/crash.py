@@ -115,6 +115,13 @@ def _crash(location: str, path: str, binary_dirs: tuple[str, ...]) -> CoreCrash 
     if problem:
         return CoreProblem(location, problem.removeprefix(f"{path} is "))
     backend = CoreBackend(path, None, SearchPath(None, binary_dirs))
+    try:
+        return _read(location, backend, binary_dirs)
+    finally:
+        backend.close()
+
+
+def _read(location: str, backend: CoreBackend, binary_dirs: tuple[str, ...]) -> CoreCrash | CoreProblem:
     if backend.truncated:
         return CoreProblem(location, f"the core is truncated ({backend.elf.size} of "
                                      f"{'at least ' if backend.headers_lost else ''}"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from support import (CACHE, ROOT, built_once, make_core, node_binary, validate_output,
+from support import (CACHE, ROOT, built_once, make_core, stripped_binary, validate_output,
                      write_sparse)
 
 LINES = ["20.20.2", "24.21.0"]
@@ -248,6 +248,16 @@ def test_missing_binary_found_in_binary_dir(fleet) -> None:
     assert b["signature"] == sig
     assert b["node_versions"] == [f"v{MOVED_LINE}"]
     assert b["exception"] == thrown
+    assert "warnings" not in b["cores"][0]
+    # A stripped copy of that release (same build-id): the same bucket, and
+    # the core's entry says what jsstack would warn of.
+    stripped = stripped_binary(MOVED_LINE).parent
+    r = _triage(fleet["moved"], "--binary-dir", str(stripped), "--json")
+    assert r.returncode == 0, r.stderr
+    (b,) = _doc(r)["buckets"]
+    assert b["signature"] == sig and b["exception"] == thrown
+    (w,) = [w for w in b["cores"][0]["warnings"] if "stripped" in w]
+    assert w.startswith(f"warning: {stripped}/node is stripped"), w
 
 
 def test_no_core_left_open(fleet) -> None:

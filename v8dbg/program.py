@@ -37,6 +37,20 @@ class Program(Target):
         super().__init__(backend, binary)
         self.md = metadata.load(self.binary)
 
+    def binary_warnings(self) -> list[str]:
+        """What the node binary lacks that the user should know of (a
+        stripped binary), in words."""
+        if self.binary.section(".symtab") is not None:
+            return []
+        builtins = ("V8's builtins are named from V8's own builtins table"
+                    if self.md.builtins is not None else
+                    "V8's builtins show as <builtin> (V8's own builtins table "
+                    "was not found)")
+        return [f"{self.binary.path} is stripped (it has no .symtab): node's and "
+                "V8's C++ function names are lost (native frames are named from "
+                f".dynsym only, else ??); {builtins}; JavaScript frames are "
+                "unaffected"]
+
     def builtin_at(self, pc: int) -> str | None:
         """The embedded builtin holding pc, kept per pc: the code does not move."""
         try:

@@ -166,15 +166,8 @@ class Session:
                 note_once(f"node binary {taken}, as the core names it")
             if prog.md.unsupported:
                 warn_once(prog.md.unsupported)
-            if prog.binary.section(".symtab") is None:
-                builtins = ("V8's builtins are named from V8's own builtins table"
-                            if prog.md.builtins is not None else
-                            "V8's builtins show as <builtin> (V8's own builtins table "
-                            "was not found)")
-                warn_once(f"{prog.binary.path} is stripped (it has no .symtab): node's and "
-                          "V8's C++ function names are lost (native frames are named from "
-                          f".dynsym only, else ??); {builtins}; JavaScript frames are "
-                          "unaffected")
+            for w in prog.binary_warnings():
+                warn_once(w)
             cut = _truncation(backend)
             if cut:
                 warn_once(cut)

@@ -142,6 +142,13 @@ def frame_json(f) -> dict:
     return {"function": f.function, "script": f.script, "line": f.line, "column": f.column}
 
 
+def _core_json(c) -> dict:
+    d: dict = {"path": c.path, "node_version": c.node_version}
+    if c.warnings:
+        d["warnings"] = c.warnings  # what jsstack would have warned of, for this core
+    return d
+
+
 def to_json(buckets: list[Bucket], problems: list[CoreProblem]) -> dict:
     out = []
     for b in buckets:
@@ -152,7 +159,7 @@ def to_json(buckets: list[Bucket], problems: list[CoreProblem]) -> dict:
             "frames": [frame_json(f) for f in ex.frames],
             "exception": None if thrown is None else
             {"constructor": thrown.constructor, "message": thrown.message},
-            "cores": [{"path": c.path, "node_version": c.node_version} for c in b.crashes],
+            "cores": [_core_json(c) for c in b.crashes],
         })
     return {"buckets": out, "errors": [{"path": p.path, "error": p.error} for p in problems]}
 

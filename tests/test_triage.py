@@ -2,10 +2,11 @@
 
 Three crash sites of tests/fixtures/triage.js (a thrown error through a
 builtin, an assertion in node's own `assert`, a `process.abort()`), on two
-node lines, on random data each run (two runs of two sites on one line),
-plus cores that cannot be read: a truncated one, one of a program that is
-not node, one whose node binary is not on this machine, one whose path names
-another release's node, and a text file.
+node lines, on random data each run (two runs of two sites on one line), and
+one site on each of the other pinned lines; plus cores that cannot be read: a
+truncated one, one of a program that is not node, one whose node binary is
+not on this machine, one whose path names another release's node, and a text
+file.
 The truth is what V8 said at each crash site (the fixture's expected.json:
 the stack of an error made there); the buckets must be one per site across
 releases and data, the same with one worker, two, a file:// URL and a real
@@ -35,9 +36,11 @@ from support import (CACHE, ROOT, built_once, make_core, stripped_binary, valida
 
 LINES = ["20.20.2", "24.21.0"]
 SITES = ["parse", "assert", "abort"]
-# (line, site, run): every site on both lines, two sites twice more on one line.
-FLEET = [(v, s, 1) for v in LINES for s in SITES] + [("20.20.2", "parse", 2),
-                                                      ("24.21.0", "assert", 2)]
+# (line, site, run): every site on both lines, two sites once more (other
+# data), and one site on each other pinned line.
+FLEET = [(v, s, 1) for v in LINES for s in SITES] + [
+    ("20.20.2", "parse", 2), ("24.21.0", "assert", 2),
+    ("18.20.8", "assert", 1), ("22.23.3", "parse", 1), ("26.10.0", "abort", 1)]
 FLAGS = ("--abort-on-uncaught-exception",)
 MOVED_LINE = "20.20.2"  # the line whose core names a node binary that is not here
 

@@ -15,6 +15,7 @@ Dask scheduler with two worker processes on 127.0.0.1.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pty
@@ -328,6 +329,14 @@ def test_bad_input(tmp_path, fleet) -> None:
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.startswith("v8dbg: triage: "), r.stderr
         assert "Traceback" not in r.stderr
+    r = _triage("--workers", "0", str(junk), "--json")
+    assert r.returncode == 2 and _doc(r) == {
+        "error": "triage: --workers takes a number of processes >= 1"}
+    if importlib.util.find_spec("distributed"):
+        r = _triage(str(junk), "--dask", "nonsense://x", "--json")
+        assert r.returncode == 1, r.stderr
+        err = _doc(r)["error"]
+        assert err.startswith("triage: cannot reach the Dask scheduler at nonsense://x: "), err
 
 
 def test_progress_on_a_terminal(fleet) -> None:

@@ -78,16 +78,20 @@ def main(argv: list[str]) -> int:
             if not os.path.isdir(d):
                 raise _Usage(f"triage: --binary-dir: {d} is not a directory")
     except _Usage as e:
+        # As every command: with --json the message is the JSON error document.
         if as_json:
             print(json.dumps({"error": str(e)}))
-        print(f"v8dbg: {e}\nusage: v8dbg {USAGE}", file=sys.stderr)
+        else:
+            print(f"v8dbg: {e}", file=sys.stderr)
+        print(f"usage: v8dbg {USAGE}", file=sys.stderr)
         return 2
     try:
         return _triage(args)
     except V8DbgError as e:
         if args.json:
-            print(json.dumps({"error": str(e)}))
-        print(f"v8dbg: triage: {e}", file=sys.stderr)
+            print(json.dumps({"error": f"triage: {e}"}))
+        else:
+            print(f"v8dbg: triage: {e}", file=sys.stderr)
         return 1
 
 

@@ -383,7 +383,7 @@ def test_dask_cluster(fleet, tmp_path) -> None:
     assert dask, "the dask command (pip install 'v8dbg[dask]')"
     port = _free_port()
     addr = f"tcp://127.0.0.1:{port}"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), DASK_DISTRIBUTED__WORKER__DAEMON="False")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     procs: list[subprocess.Popen] = []
     logs = []
     try:

@@ -135,15 +135,15 @@ def _read(location: str, backend: CoreBackend, binary_dirs: tuple[str, ...]) -> 
     with contextlib.redirect_stderr(warned):
         prog = Program(backend, binary)
         prog.check_binary()
-        if prog.md.unsupported:
-            return CoreProblem(location, prog.md.unsupported)
-        found = prog.binary_warnings() + list(backend.limits)
+        # Warned of as jsstack warns; the frames may still be right.
+        found = ([prog.md.unsupported] if prog.md.unsupported else []) + \
+            prog.binary_warnings() + list(backend.limits)
         tid = backend.selected_thread()
         thread = next(t for t in backend.threads() if t.tid == tid)
         if thread.regs is None:
             return CoreProblem(location, f"no registers for the crashing thread {tid}")
         frames = _frames(prog, thread)
-        thrown = _thrown(prog, thread.regs)
+        thrown = _thrown(prog, thread.regs, found)
     picked = signature_frames(frames)
     return CoreCrash(location, signature(frames), picked,
                      versions.binary_node_version(binary), prog.md.version_text, thrown,
@@ -162,8 +162,8 @@ def _frames(prog: Program, thread) -> list[SigFrame]:
     return out
 
 
-def _thrown(prog: Program, regs) -> Thrown | None:
-    found = exception.thrown(prog, regs)
+def _thrown(prog: Program, regs, notes: list[str]) -> Thrown | None:
+    found = exception.thrown(prog, regs, notes)
     if found is None:
         return None
     value = prog.values.decode(found.value, 1, MAX_MESSAGE)

@@ -281,6 +281,35 @@ def test_missing_binary_found_in_binary_dir(fleet) -> None:
     assert w.startswith(f"warning: {stripped}/node is stripped"), w
 
 
+def test_object_store_url(fleet) -> None:
+    """A core in a file system that is not local (fsspec's in-memory one,
+    standing in for an object store none of which this machine reaches): it
+    is listed from its directory URL, copied to the reading process and read
+    there, and the copy removed."""
+    fsspec = pytest.importorskip("fsspec")
+    sys.path.insert(0, str(ROOT))
+    import tempfile
+    from v8dbg.triage import sources
+    from v8dbg.triage.crash import CoreCrash, crash_of
+    path, (v, site, sig, top, thrown) = next(
+        (p, t) for p, t in sorted(fleet["truth"].items()) if t[0] == "20.20.2")
+    mem = fsspec.filesystem("memory")
+    mem.mkdirs("/v8dbg-test/cores", exist_ok=True)
+    try:
+        mem.pipe_file("/v8dbg-test/cores/core.1", Path(path).read_bytes())
+        found = sources.find(["memory://v8dbg-test/cores/", "memory://v8dbg-test/none"])
+        assert found.cores == ["memory:///v8dbg-test/cores/core.1"], found
+        assert found.problems == [("memory://v8dbg-test/none", "not found")]
+        before = set(os.listdir(tempfile.gettempdir()))
+        r = crash_of(found.cores[0])
+        assert isinstance(r, CoreCrash), r
+        assert r.signature == sig and r.node_version == f"v{v}"
+        assert [(f.function, f.script, f.line) for f in r.frames] == top
+        assert set(os.listdir(tempfile.gettempdir())) - before == set()
+    finally:
+        mem.rm("/v8dbg-test", recursive=True)
+
+
 def test_no_core_left_open(fleet) -> None:
     """A worker reads core after core: none stays open (a descriptor per core
     would run out at the process's limit, 1024 by default, in a big fleet)."""

@@ -310,6 +310,16 @@ def test_object_store_url(fleet) -> None:
         mem.rm("/v8dbg-test", recursive=True)
 
 
+def test_file_cap_is_reported(fleet, monkeypatch) -> None:
+    """Past the files one run takes, the rest are counted as left out."""
+    sys.path.insert(0, str(ROOT))
+    from v8dbg.triage import sources
+    monkeypatch.setattr(sources, "MAX_CORES", 3)
+    found = sources.find([str(fleet["dir"]), str(fleet["dir"])])
+    n = len(list(fleet["dir"].iterdir()))
+    assert len(found.cores) == 3 and found.left_out == 2 * n - 3, found
+
+
 def test_no_core_left_open(fleet) -> None:
     """A worker reads core after core: none stays open (a descriptor per core
     would run out at the process's limit, 1024 by default, in a big fleet)."""

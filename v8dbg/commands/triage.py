@@ -130,8 +130,8 @@ def _triage(args: argparse.Namespace) -> int:
     buckets, problems = fleet.buckets_of(results)
     problems = [CoreProblem(p, why) for p, why in found.problems] + problems
     if found.left_out:
-        problems.append(CoreProblem(args.paths[-1], f"{found.left_out} more files were left "
-                                    f"out: one run takes at most {sources.MAX_CORES}"))
+        problems.append(CoreProblem(args.paths[-1], f"at least {found.left_out} more files "
+                                    f"were left out: one run takes {sources.MAX_CORES} at most"))
     if args.json:
         print(json.dumps(to_json(buckets, problems)))
     else:

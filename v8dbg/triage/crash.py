@@ -25,7 +25,6 @@ from ..values import preview
 from . import versions
 from .signature import SigFrame, signature, signature_frames
 
-MAX_FRAMES = 64  # frames of the crashing thread kept for the signature and the listing
 MAX_MESSAGE = 300  # characters of the thrown error's message kept
 
 
@@ -154,7 +153,7 @@ def _read(location: str, backend: CoreBackend, binary_dirs: tuple[str, ...]) -> 
 
 def _frames(prog: Program, thread) -> list[SigFrame]:
     out: list[SigFrame] = []
-    for fr in prog.stack.frames_of(thread)[:MAX_FRAMES]:
+    for fr in prog.stack.frames_of(thread):
         if fr.kind == "js":
             out.append(SigFrame(fr.function or "(anonymous)", fr.script, fr.line, fr.column))
         elif fr.kind == "native" and fr.symbol:

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from ..errors import V8DbgError
 
 MAX_CORES = 100000  # files one run takes; past it, the rest are said to be left out
-MAX_DEPTH = 8  # directory levels walked under each PATH
 
 
 @dataclass
@@ -53,15 +52,13 @@ def _local(p: str, out: Sources) -> list[str] | None:
     if not os.path.isdir(p):
         return [p]
     files: list[str] = []
-    base = p.rstrip("/").count("/")
+    # Links to directories are not followed (no loops); links to files are taken.
     for dirpath, dirnames, filenames in os.walk(p):
         dirnames.sort()
-        if dirpath.count("/") - base >= MAX_DEPTH:
-            dirnames[:] = []
         files += [os.path.join(dirpath, f) for f in sorted(filenames)
                   if os.path.isfile(os.path.join(dirpath, f))]
         if len(files) > MAX_CORES:
-            break
+            break  # (find() reports how many were left out: one past the cap is enough)
     if not files:
         out.problems.append((p, "no files in this directory"))
         return None
@@ -77,7 +74,7 @@ def _remote(url: str, out: Sources) -> list[str] | None:
             return None
         if not fs.isdir(path):
             return [url]
-        files = sorted(fs.find(path, maxdepth=MAX_DEPTH))
+        files = sorted(fs.find(path))
     except (OSError, ValueError) as e:
         out.problems.append((url, f"cannot list it: {e}"))
         return None

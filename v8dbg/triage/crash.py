@@ -62,6 +62,9 @@ class CoreProblem:
     path: str
     error: str
 
+    def __post_init__(self) -> None:
+        self.error = " ".join(self.error.split())  # one line, whatever raised it
+
 
 def crash_of(location: str, binary_dirs: tuple[str, ...] = ()) -> CoreCrash | CoreProblem:
     """Read the core at `location` (a path, or an fsspec URL); never raises

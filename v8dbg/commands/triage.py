@@ -14,8 +14,9 @@ import sys
 
 from ..errors import V8DbgError
 from ..triage import fleet, sources
-from ..triage.crash import CoreProblem
+from ..triage.crash import CoreCrash, CoreProblem
 from ..triage.fleet import Bucket
+from ..triage.signature import SigFrame
 from .base import explain_usage, printable
 
 USAGE = "triage PATH... [--binary-dir DIR] [--workers N] [--dask ADDRESS] [--json]"
@@ -139,14 +140,14 @@ def _triage(args: argparse.Namespace) -> int:
     return 0 if buckets else 1
 
 
-def frame_json(f) -> dict:
+def frame_json(f: SigFrame) -> dict:
     if f.native:
         return {"function": f.function, "script": None, "line": None, "column": None,
                 "native": True}
     return {"function": f.function, "script": f.script, "line": f.line, "column": f.column}
 
 
-def _core_json(c) -> dict:
+def _core_json(c: CoreCrash) -> dict:
     d: dict = {"path": c.path, "node_version": c.node_version}
     if c.warnings:
         d["warnings"] = c.warnings  # what jsstack would have warned of, for this core

@@ -14,9 +14,12 @@ import contextlib
 import io
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import V8DbgError
+from ..inferior.backend import Registers, ThreadInfo
 from ..inferior.corefile import CoreBackend, core_file_problem
 from ..inferior.solibs import SearchPath, locate
 from ..program import Program
@@ -87,7 +90,7 @@ def crash_of(location: str, binary_dirs: tuple[str, ...] = ()) -> CoreCrash | Co
 
 
 @contextlib.contextmanager
-def _local(location: str):
+def _local(location: str) -> Iterator[str]:
     """A local path for `location`: itself, or for a URL of a remote file
     system, a temporary copy made in this worker (removed afterwards)."""
     if "://" not in location:
@@ -107,7 +110,7 @@ def _local(location: str):
         os.unlink(tmp)
 
 
-def _protocols(fs) -> tuple[str, ...]:
+def _protocols(fs: Any) -> tuple[str, ...]:
     p = fs.protocol
     return (p,) if isinstance(p, str) else tuple(p)
 
@@ -154,7 +157,7 @@ def _read(location: str, backend: CoreBackend, binary_dirs: tuple[str, ...]) -> 
                       if ln.strip()])
 
 
-def _frames(prog: Program, thread) -> list[SigFrame]:
+def _frames(prog: Program, thread: ThreadInfo) -> list[SigFrame]:
     out: list[SigFrame] = []
     for fr in prog.stack.frames_of(thread):
         if fr.kind == "js":
@@ -164,7 +167,7 @@ def _frames(prog: Program, thread) -> list[SigFrame]:
     return out
 
 
-def _thrown(prog: Program, regs, notes: list[str]) -> Thrown | None:
+def _thrown(prog: Program, regs: Registers, notes: list[str]) -> Thrown | None:
     found = exception.thrown(prog, regs, notes)
     if found is None:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import V8DbgError
 
@@ -20,7 +21,7 @@ class Sources:
     left_out: int = 0  # files past MAX_CORES
 
 
-def url_fs(url: str):
+def url_fs(url: str) -> tuple[Any, str]:
     """(fsspec file system, path in it) for a URL; a V8DbgError without fsspec."""
     try:
         import fsspec

@@ -408,6 +408,30 @@ def test_progress_on_a_terminal(fleet) -> None:
     assert json.loads(out)["buckets"]
 
 
+def test_interrupt(fleet, tmp_path) -> None:
+    """Ctrl-C (to the whole process group, as a terminal sends it) stops a
+    run with two workers at once: exit 130, one line, no traceback."""
+    many = tmp_path / "many"
+    many.mkdir()
+    cores = sorted(p for p in fleet["truth"])
+    for i in range(2000):
+        (many / f"core.{i}").symlink_to(os.path.realpath(cores[i % len(cores)]))
+    proc = subprocess.Popen([sys.executable, "-m", "v8dbg", "triage", str(many), "--workers", "2"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        time.sleep(3)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert err == "v8dbg: interrupted\n" and out == "", (out, err)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -52,8 +52,8 @@ def parser() -> argparse.ArgumentParser:
                         "layout below DIR; repeatable); the path each core names is "
                         "tried first")
     p.add_argument("--workers", type=int, metavar="N",
-                   help=f"cores read at once on this machine (default: the CPU count, "
-                        f"{fleet.default_workers()} here)")
+                   help="cores read at once on this machine, each by a process of its "
+                        "own (default: the CPUs this process may run on)")
     p.add_argument("--dask", metavar="ADDRESS",
                    help="read the cores on a Dask cluster (tcp://scheduler:8786): one task "
                         "per core, each worker reads it where it lies; needs "

@@ -258,6 +258,18 @@ def _describe_object(prog: Program, w: Wrap) -> None:
             pass
 
 
+def _uv_handle(prog: Program, node: int, obj: int, facts: dict[str, int]) -> int:
+    """A HandleWrap's libuv handle: the one whose `data` points back at the wrap."""
+    for key in ("HandleWrapHandleAfterQueue", "HandleWrapHandleAfterQueueOld"):
+        try:
+            uv = prog.mem.u64(node + facts[key])
+            if uv and prog.mem.u64(uv + facts["UvHandleData"]) == obj:
+                return uv
+        except TargetMemoryError:
+            continue
+    raise DecodeError(f"no libuv handle of 0x{obj:x} points back at it")
+
+
 def _wraps(prog: Program, env: int, vals: dict[str, int], providers: dict[int, str],
            warnings: list[str]) -> tuple[list[Wrap], list[Wrap]]:
     mem = prog.mem
@@ -311,9 +323,7 @@ def _wraps(prog: Program, env: int, vals: dict[str, int], providers: dict[int, s
         js = _js_object(prog, obj, pers)
         w = Wrap("handle", obj, _memory_info_name(cpp, prov), cpp, prov, False, object=js)
         try:
-            uv = mem.u64(node + facts["HandleWrapHandleAfterQueue"])
-            if mem.u64(uv + facts["UvHandleData"]) != obj:
-                raise DecodeError("the libuv handle does not point back")
+            uv = _uv_handle(prog, node, obj, facts)
             flags = mem.u32(uv + facts["UvHandleFlags"])
             utype = mem.u32(uv + facts["UvHandleType"])
         except (DecodeError, TargetMemoryError):
@@ -370,11 +380,15 @@ def _callback(prog: Program, fn: int | None) -> dict | None:
     return {k: d.get(k) for k in ("name", "script", "line", "column", "address")}
 
 
-def _timers(prog: Program, heap: int) -> list[Timer]:
+def _timers(prog: Program, heap: int, warnings: list[str]) -> list[Timer]:
     v = prog.values
     out: list[Timer] = []
     for kind, cb_key in (("Timeout", "_onTimeout"), ("Immediate", "_onImmediate")):
-        for a in list(instances(prog, heap, kind))[:MAX_TIMERS]:
+        found = instances(prog, heap, kind)
+        if len(found) > MAX_TIMERS:
+            warnings.append(f"{len(found)} {kind} objects: only the first {MAX_TIMERS} are "
+                            "described (the counts in resources are node's own)")
+        for a in list(found[:MAX_TIMERS]):
             if _is_true(prog, v.own_data_property(a, "_destroyed")):
                 continue
             t = Timer(kind, a, _is_true(prog, v.own_data_property(a, symbol_desc="refed")),
@@ -392,23 +406,32 @@ def _timers(prog: Program, heap: int) -> list[Timer]:
     return out
 
 
-def _timer_counts(prog: Program, heap: int) -> tuple[int, int] | None:
-    """(timeoutInfo[0], immediateInfo[kRefCount]) from node's `timers` binding."""
+def _int32s(prog: Program, arr: int | None, n: int) -> list[int] | None:
+    """The first n int32 elements of a typed array (as its VALUE's bytes give them)."""
+    if arr is None:
+        return None
+    try:
+        b = bytes.fromhex(prog.values.decode(arr, strlen=n)["bytes"])
+    except (DecodeError, TargetMemoryError, KeyError, TypeError, ValueError):
+        return None
+    if len(b) < 4 * n:
+        return None
+    return [int.from_bytes(b[4 * i:4 * i + 4], "little", signed=True) for i in range(n)]
+
+
+def _timer_counts(prog: Program, heap: int) -> tuple[int | None, int | None]:
+    """(timeoutInfo[0], immediateInfo[kRefCount]) from node's `timers` binding;
+    None for one this node does not keep there (18.0 and 19.0 count Timeouts in JS)."""
     v = prog.values
-    facts = layouts.node_facts(prog.md.v8_version)
+    k = layouts.node_facts(prog.md.v8_version)["ImmediateRefCount"]
     for g in groups(prog, heap):
-        if "timeoutInfo" not in g.properties or "immediateInfo" not in g.properties:
+        if "immediateInfo" not in g.properties or "toggleImmediateRef" not in g.properties:
             continue
-        try:
-            ti = v.decode(v.own_data_property(g.representative, "timeoutInfo"), strlen=4)
-            ii = v.decode(v.own_data_property(g.representative, "immediateInfo"), strlen=4)
-            tb, ib = bytes.fromhex(ti["bytes"]), bytes.fromhex(ii["bytes"])
-            k = facts["ImmediateRefCount"]
-            return (int.from_bytes(tb[0:4], "little", signed=True),
-                    int.from_bytes(ib[4 * k:4 * k + 4], "little"))
-        except (DecodeError, TargetMemoryError, KeyError, TypeError, ValueError):
-            continue
-    return None
+        ti = _int32s(prog, v.own_data_property(g.representative, "timeoutInfo"), 1)
+        ii = _int32s(prog, v.own_data_property(g.representative, "immediateInfo"), k + 1)
+        if ii is not None:
+            return (ti[0] if ti else None, ii[k])
+    return (None, None)
 
 
 # -- all of it --------------------------------------------------------------------------------
@@ -427,13 +450,14 @@ def env_handles(prog: Program, heap: int) -> EnvHandles:
                         f"(0x{envs[0]:x})")
     env = envs[0]
     handles, requests = _wraps(prog, env, vals, _providers(prog, heap), warnings)
-    timers = _timers(prog, heap)
-    counts = _timer_counts(prog, heap)
-    if counts is None:
-        warnings.append("node's timers binding (timeoutInfo, immediateInfo) was not found: "
-                        "the Timeout and Immediate counts are those of the objects found")
-        counts = (sum(1 for t in timers if t.kind == "Timeout" and t.refed),
-                  sum(1 for t in timers if t.kind == "Immediate" and t.refed))
+    timers = _timers(prog, heap, warnings)
+    n_timeouts, n_immediates = _timer_counts(prog, heap)
+    if n_timeouts is None:
+        n_timeouts = sum(1 for t in timers if t.kind == "Timeout" and t.refed)
+    if n_immediates is None:
+        warnings.append("node's immediateInfo was not found: the Immediates counted are "
+                        "the ref'd Immediate objects found")
+        n_immediates = sum(1 for t in timers if t.kind == "Immediate" and t.refed)
     resources = ([w.type for w in requests if w.counted] + [w.type for w in handles if w.counted]
-                 + ["Timeout"] * max(counts[0], 0) + ["Immediate"] * max(counts[1], 0))
+                 + ["Timeout"] * max(n_timeouts, 0) + ["Immediate"] * max(n_immediates, 0))
     return EnvHandles(env, resources, handles, requests, timers, warnings)

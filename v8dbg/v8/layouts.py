@@ -655,8 +655,10 @@ NODE_COMMON: dict[str, int] = {
     # at ContextEmbedderIndex::kEnvironment.
     "EmbedderDataHeader": 16,
     "EmbedderDataSlotSize": 8,
-    # HandleWrap: `uv_handle_t* handle_` follows its ListNode handle_wrap_queue_.
+    # HandleWrap: `uv_handle_t* handle_` follows its ListNode handle_wrap_queue_
+    # (node 18.0 keeps its state_ enum between them: 24 there).
     "HandleWrapHandleAfterQueue": 16,
+    "HandleWrapHandleAfterQueueOld": 24,
     # libuv 1.x (unix) uv_handle_t: data, loop, type (int) at 16, ..., flags at 88.
     "UvHandleData": 0,
     "UvHandleType": 16,

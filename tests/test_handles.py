@@ -6,7 +6,9 @@ nobody writes (a thread-pool request that never ends), three timers (one
 unref'd) and an immediate; just before process.abort() it writes
 process.getActiveResourcesInfo(), its timers' delays and start times and
 its sockets' fds. `resources` must equal node's list, entry for entry, on
-every pinned line and front end; the details must agree with the fixture.
+every pinned line and front end, and on every release of the sweep
+(node's structures moved within line 18); the details must agree with the
+fixture.
 Bad input: a core whose Environment pointers are gone, and one whose
 handle queue is damaged, each give one line. And a live process, attached
 by gdb -p and lldb -p, with the process running on afterwards.
@@ -20,9 +22,9 @@ import urllib.request
 
 import pytest
 
-from support import (CACHE, FIXTURES, FRONTENDS, ROOT, VERSIONS, LiveNode, core_program,
-                     json_line, make_core, node_binary, read_json, run, run_cli, run_gdb,
-                     run_lldb)
+from support import (CACHE, FIXTURES, FRONTENDS, ROOT, SWEEP, VERSIONS, LiveNode, core_program,
+                     fetch_node, json_line, make_core, node_binary, read_json, run, run_cli,
+                     run_gdb, run_lldb)
 
 FIXTURE = "handles.js"
 
@@ -73,6 +75,14 @@ def test_resources_as_node_counts_them(frontend, version):
     assert f"{n} resources keep the event loop alive" in text, text
     assert "TCPServerWrap" in text and "pollHealth at " in text and "Server 0x" in text, text
     assert "Traceback" not in text
+
+
+@pytest.mark.parametrize("version", SWEEP)
+def test_sweep_releases(version):
+    fetch_node(version)
+    d = make_core(version, FIXTURE)
+    out = run_cli(version, d / "core", ["jshandles --json"])
+    check(json_line(out[0], "jshandles"), read_json(d, "expected-handles.json"))
 
 
 # -- bad input ---------------------------------------------------------------------------------

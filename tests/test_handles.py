@@ -3,12 +3,13 @@
 tests/fixtures/handles.js waits on a listening HTTP server, a client socket
 (and the server's side of it), a pending connect, an open() of a FIFO
 nobody writes (a thread-pool request that never ends), three timers (one
-unref'd) and an immediate; just before process.abort() it writes
-process.getActiveResourcesInfo(), its timers' delays and start times and
-its sockets' fds. `resources` must equal node's list, entry for entry, on
-every pinned line and front end, and on every release of the sweep
-(node's structures moved within line 18); the details must agree with the
-fixture.
+unref'd), an immediate, and a worker with its own timer and port; just
+before process.abort() it writes process.getActiveResourcesInfo(), its
+timers' delays and start times and its sockets' fds (the worker writes its
+own list). `resources` must equal node's list, entry for entry, on every
+pinned line and front end, for the main thread and the worker, and on every
+release of the sweep (node's structures moved within line 18); the details
+must agree with the fixture.
 Bad input: a core whose Environment pointers are gone, and one whose
 handle queue is damaged, each give one line. And a live process, attached
 by gdb -p and lldb -p, with the process running on afterwards.
@@ -68,8 +69,16 @@ def check(doc: dict, want: dict, live: bool = False) -> None:
 def test_resources_as_node_counts_them(frontend, version):
     d = make_core(version, FIXTURE)
     want = read_json(d, "expected-handles.json")
-    out = run(frontend, version, d / "core", ["jshandles --json", "jshandles"])
+    out = run(frontend, version, d / "core", ["jshandles --json", "jshandles",
+                                              "jshandles --isolate 1 --json"])
     check(json_line(out[0], "jshandles"), want)
+    # The worker's isolate, its own Environment: as node said in that thread.
+    worker = json_line(out[2], "jshandles")
+    assert worker["resources"] == read_json(d, "expected-handles-worker.json")["resources"]
+    assert worker["isolate"]["index"] == 1 and worker["environment"] != \
+        json_line(out[0])["environment"]
+    ticks = [t for t in worker["timers"] if t["callback"] and t["callback"]["name"] == "workerTick"]
+    assert len(ticks) == 1 and ticks[0]["ms"] == 4242 and ticks[0]["repeat"] == 4242, worker
     text = out[1]
     n = len(want["resources"])
     assert f"{n} resources keep the event loop alive" in text, text

@@ -20,6 +20,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -96,7 +97,7 @@ def test_sweep_releases(version):
 
 # -- bad input ---------------------------------------------------------------------------------
 
-def _patched(version: str, kind: str) -> "Path":  # noqa: F821
+def _patched(version: str, kind: str) -> Path:
     """A copy of the fixture's core with node's state damaged, made once."""
     src = make_core(version, FIXTURE)
     d = CACHE / "corrupt" / version / f"handles-{kind}-{src.name}"

@@ -457,7 +457,8 @@ _KINDS = [("type", "jsprint"), ("frames", "jsstack"), ("threads", "jsstack"),
           ("groups", "findjsobjects"), ("variables", "jsclosure"),
           ("functions", "jsfunctions"), ("instances", "findjsinstances"),
           ("refs", "findjsrefs"), ("node_version", "nodeinfo"), ("isolates", "jsisolates"),
-          ("source", "jssource"), ("constructor", "jsconstructor"), ("buckets", "triage")]
+          ("source", "jssource"), ("constructor", "jsconstructor"), ("buckets", "triage"),
+          ("resources", "jshandles")]
 
 
 def output_kind(doc: dict, command: str | None = None) -> str:

@@ -642,3 +642,51 @@ def apply(md: Any) -> None:
             md.types[name] = base + delta
             md.type_names.setdefault(base + delta, name)
             md.filled.append(f"type_{name}")
+
+
+# -- node's own structures (jshandles) -----------------------------------------------------
+# What the binary's nodedbg_* symbols leave out, learned from node's and
+# libuv's headers and checked in cores of every pinned line (x64 Linux). The
+# nodedbg_* values themselves sit in .bss, filled in when node starts, so
+# they are read from the target's memory, not from the file.
+NODE_COMMON: dict[str, int] = {
+    # V8's EmbedderDataArray: map and length, then one 8-byte slot per index
+    # (no pointer compression, no sandbox); node keeps its Environment* there
+    # at ContextEmbedderIndex::kEnvironment.
+    "EmbedderDataHeader": 16,
+    "EmbedderDataSlotSize": 8,
+    # HandleWrap: `uv_handle_t* handle_` follows its ListNode handle_wrap_queue_
+    # (node 18.0 keeps its state_ enum between them: 24 there).
+    "HandleWrapHandleAfterQueue": 16,
+    "HandleWrapHandleAfterQueueOld": 24,
+    # libuv 1.x (unix) uv_handle_t: data, loop, type (int) at 16, ..., flags at 88.
+    "UvHandleData": 0,
+    "UvHandleType": 16,
+    "UvHandleFlags": 88,
+    # uv_stream_t (TCP, pipe, TTY): io_watcher.fd, after the stream fields.
+    "UvStreamFd": 184,
+    # uv_handle_type numbers of those streams, and the handle flag bits.
+    "UvTypeNamedPipe": 7, "UvTypeTcp": 12, "UvTypeTty": 14,
+    "UvFlagClosing": 0x1, "UvFlagClosed": 0x2, "UvFlagActive": 0x4, "UvFlagRef": 0x8,
+    # ImmediateInfo's fields: kCount, kRefCount, kHasOutstanding.
+    "ImmediateRefCount": 1,
+}
+# AsyncWrap::provider_type_ (a uint32 right after BaseObject's members), per V8
+# line: node 22 on has two more words before it. The other values are tried
+# when a line's own gives no known provider (a release that moved it).
+_NODE_PROVIDER = {(10, 2): 32, (11, 3): 32, (12, 4): 48, (13, 6): 48, (14, 6): 48}
+
+
+def node_facts(version: tuple[int, ...]) -> dict[str, int]:
+    """node's structure offsets for the node line of a V8 version (nearest older if unknown)."""
+    key = (version[0], version[1])
+    if key not in _NODE_PROVIDER:
+        older = [k for k in sorted(_NODE_PROVIDER) if k <= key]
+        key = older[-1] if older else min(_NODE_PROVIDER)
+    return dict(NODE_COMMON, AsyncWrapProviderType=_NODE_PROVIDER[key])
+
+
+def node_provider_offsets(version: tuple[int, ...]) -> list[int]:
+    """Offsets of AsyncWrap::provider_type_ to try: the line's own first."""
+    own = node_facts(version)["AsyncWrapProviderType"]
+    return [own] + sorted(set(_NODE_PROVIDER.values()) - {own})

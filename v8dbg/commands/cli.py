@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..errors import V8DbgError
-from . import Command, Session, launch, load_all, profile
+from . import Command, Session, launch, load_all, profile, trace
 from .base import did_you_mean, explain_usage, truncation_first
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -119,7 +119,7 @@ def cli_commands(commands: dict[str, Command]) -> list[str]:
     """The CLI's sub-commands: every v8dbg command but `v8dbg` itself (the
     debuggers' list of commands; here `--help` lists them), the launchers,
     profile and help."""
-    return [n for n in sorted(commands) if n != "v8dbg"] + list(LAUNCHERS) + ["profile", "help"]
+    return [n for n in sorted(commands) if n != "v8dbg"] + list(LAUNCHERS) + ["profile", "trace", "help"]
 
 
 def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.ArgumentParser,
@@ -142,6 +142,8 @@ def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.Argu
         subs[name] = sub.add_parser(name, help=summary, description=description)
     subs["profile"] = sub.add_parser("profile", help=f"{profile.SUMMARY} (standalone only)",
                                      add_help=False)
+    subs["trace"] = sub.add_parser("trace", help=f"{trace.SUMMARY} (standalone only)",
+                                   add_help=False)
     subs["help"] = sub.add_parser("help", help="help for one command: help COMMAND",
                                   description="Show the help of COMMAND (or of v8dbg).")
     subs["help"].add_argument("topic", nargs="?", metavar="COMMAND")
@@ -239,6 +241,8 @@ def _main(argv: list[str], prog: str) -> int:
     if argv and argv[0] == "profile":
         # A running process, not a core: a command with options of its own.
         return profile.main(argv[1:])
+    if argv and argv[0] == "trace":
+        return trace.main(argv[1:])
     argv = _hoist_target_options(argv)
     commands = load_all()
     top, subs = build_parser(commands, prog)
@@ -261,6 +265,8 @@ def _main(argv: list[str], prog: str) -> int:
             top.print_help()
         elif args.topic == "profile":
             profile.main(["--help"])
+        elif args.topic == "trace":
+            trace.main(["--help"])
         elif args.topic in subs:
             subs[args.topic].print_help()
         else:

@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..errors import V8DbgError
-from . import Command, Session, launch, load_all, profile, trace
+from . import Command, Session, catch, launch, load_all, profile, trace
 from .base import did_you_mean, explain_usage, truncation_first
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -119,7 +119,7 @@ def cli_commands(commands: dict[str, Command]) -> list[str]:
     """The CLI's sub-commands: every v8dbg command but `v8dbg` itself (the
     debuggers' list of commands; here `--help` lists them), the launchers,
     profile and help."""
-    return [n for n in sorted(commands) if n != "v8dbg"] + list(LAUNCHERS) + ["profile", "trace", "help"]
+    return [n for n in sorted(commands) if n != "v8dbg"] + list(LAUNCHERS) + ["profile", "trace", "catch", "help"]
 
 
 def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.ArgumentParser,
@@ -143,6 +143,8 @@ def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.Argu
     subs["profile"] = sub.add_parser("profile", help=f"{profile.SUMMARY} (standalone only)",
                                      add_help=False)
     subs["trace"] = sub.add_parser("trace", help=f"{trace.SUMMARY} (standalone only)",
+                                   add_help=False)
+    subs["catch"] = sub.add_parser("catch", help=f"{catch.SUMMARY} (standalone only)",
                                    add_help=False)
     subs["help"] = sub.add_parser("help", help="help for one command: help COMMAND",
                                   description="Show the help of COMMAND (or of v8dbg).")
@@ -243,6 +245,8 @@ def _main(argv: list[str], prog: str) -> int:
         return profile.main(argv[1:])
     if argv and argv[0] == "trace":
         return trace.main(argv[1:])
+    if argv and argv[0] == "catch":
+        return catch.main(argv[1:])
     argv = _hoist_target_options(argv)
     commands = load_all()
     top, subs = build_parser(commands, prog)
@@ -267,6 +271,8 @@ def _main(argv: list[str], prog: str) -> int:
             profile.main(["--help"])
         elif args.topic == "trace":
             trace.main(["--help"])
+        elif args.topic == "catch":
+            catch.main(["--help"])
         elif args.topic in subs:
             subs[args.topic].print_help()
         else:

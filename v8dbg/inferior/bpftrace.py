@@ -27,6 +27,7 @@ PR_SET_PDEATHSIG = 1
 # detach it attempts through tracefs for probes it made with perf_event_open.
 _NOISE = ("RLIMIT_MEMLOCK", "uprobe_events", "failed to detach probe", "kprobe_events")
 ATTACH_TIMEOUT = 60.0
+_READY = "@@v8dbg-attached@@"
 STOP_TIMEOUT = 20.0
 MAX_EVENTS = 1_000_000
 
@@ -96,10 +97,13 @@ class Run:
         self._err: list[str] = []
         self._buf = b""
         self._ended = False
+        self.attached = False
+        self.probes = 0
         argv = [engine(), "-f", "json", "-p", str(pid)]
         if unsafe:
             argv.append("--unsafe")
-        argv += ["-e", program]
+        # bpftrace says "attached" before it attaches; BEGIN runs once it has.
+        argv += ["-e", 'BEGIN { printf("%s\\n", "' + _READY + '"); }\n' + program]
         env = dict(os.environ, BPFTRACE_STRLEN="64", BPFTRACE_MAP_KEYS_MAX="65536")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env,
@@ -143,7 +147,9 @@ class Run:
         if kind in ("map", "hist", "stats"):
             self.out.maps.update(doc.get("data") or {})
         elif kind == "printf":
-            if len(self.out.lines) < MAX_EVENTS:
+            if str(doc.get("data", "")).strip() == _READY:
+                self.attached = True
+            elif len(self.out.lines) < MAX_EVENTS:
                 self.out.lines.append(str(doc.get("data", "")))
             else:
                 self.out.lines_dropped += 1
@@ -156,7 +162,9 @@ class Run:
         while time.monotonic() < deadline:
             for d in self._take(0.2):
                 if d.get("type") == "attached_probes":
-                    return int((d.get("data") or {}).get("probes", 0))
+                    self.probes = int((d.get("data") or {}).get("probes", 0))
+            if self.attached:
+                return self.probes
             if self.proc.poll() is not None:
                 self._take(0)
                 raise V8DbgError(self.failure())

@@ -165,7 +165,7 @@ def _trace(args: argparse.Namespace) -> int:
     exe = target_binary(args.pid)
     elf = open_elf(exe)
     mod = {"gc": gc, "threadpool": threadpool, "http": http}[args.what]
-    sites = probes.find(elf, mod.SITES)
+    sites = probes.find(elf, mod.SITES, getattr(mod, "OPTIONAL", []))
     program = mod.program(sites, exe, args.pid)
     out, why, elapsed = run_program(args.pid, program, args.duration,
                                     syscalls=args.what == "http")

@@ -10,13 +10,49 @@ from ..v8.probes import Sites
 from .histogram import Histogram
 
 SITES = ["gc_prologue", "gc_epilogue"]
+OPTIONAL = ["gc_perform", "gc_incremental"]
 
 
 def program(sites: Sites, exe: str, pid: int) -> str:
     """Per thread and GC type: the prologue's time; at the epilogue the pause
     goes into the kernel's count, histogram and maximum, and one line out."""
     pro, epi = sites.addr("gc_prologue"), sites.addr("gc_epilogue")
-    return f"""
+    # Lines that inline the callbacks' calls: the functions they sit in.
+    perform = [a for k, a in sorted(sites.addrs.items()) if k.startswith("gc_perform.")]
+    incremental = [sites.addrs[k] for k in ("gc_incremental.0", "gc_incremental.1") if k in sites.addrs]
+    extra = ""
+    if perform:
+        entries = ", ".join(f"uprobe:{exe}:{a:#x}" for a in perform)
+        returns = ", ".join(f"uretprobe:{exe}:{a:#x}" for a in perform)
+        extra += f"""
+{entries} /pid == {pid}/ {{ @gc_pstart[tid] = nsecs; @gc_ptype[tid] = 0x100 | (arg1 & 0xff); }}
+{returns} /pid == {pid} && @gc_pstart[tid]/ {{
+  $t = @gc_ptype[tid];
+  $ns = nsecs - @gc_pstart[tid];
+  delete(@gc_pstart[tid]);
+  @gc_count[$t] = count();
+  @gc_hist[$t] = hist($ns / 1000);
+  @gc_max[$t] = max($ns / 1000);
+  @gc_sum[$t] = sum($ns / 1000);
+  printf("%d %d\\n", $t, $ns);
+}}
+"""
+    if len(incremental) == 2:  # (prologue, epilogue): from the one's entry to the other's return
+        extra += f"""
+uprobe:{exe}:{incremental[0]:#x} /pid == {pid}/ {{ @gc_istart[tid] = nsecs; }}
+uretprobe:{exe}:{incremental[1]:#x} /pid == {pid} && @gc_istart[tid]/ {{
+  $ns = nsecs - @gc_istart[tid];
+  delete(@gc_istart[tid]);
+  @gc_count[8] = count();
+  @gc_hist[8] = hist($ns / 1000);
+  @gc_max[8] = max($ns / 1000);
+  @gc_sum[8] = sum($ns / 1000);
+  printf("8 %d\\n", $ns);
+}}
+"""
+    more_end = (" clear(@gc_pstart); clear(@gc_ptype);" if perform else "") + \
+        (" clear(@gc_istart);" if len(incremental) == 2 else "")
+    return extra + f"""
 uprobe:{exe}:{pro:#x} /pid == {pid}/ {{ @gc_start[tid, arg1 & 0xff] = nsecs; }}
 uprobe:{exe}:{epi:#x} /pid == {pid} && @gc_start[tid, arg1 & 0xff]/ {{
   $t = arg1 & 0xff;
@@ -28,7 +64,7 @@ uprobe:{exe}:{epi:#x} /pid == {pid} && @gc_start[tid, arg1 & 0xff]/ {{
   @gc_sum[$t] = sum($ns / 1000);
   printf("%d %d\\n", $t, $ns);
 }}
-END {{ clear(@gc_start); }}
+END {{ clear(@gc_start);{more_end} }}
 """
 
 

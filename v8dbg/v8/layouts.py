@@ -698,9 +698,24 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         "llhttp_method": 73,
         # v8::GCType bits, as perf_hooks' entry.detail.kind has them.
         "gc_types": {1: "scavenge", 2: "minor-mark-sweep", 4: "mark-compact",
-                     8: "incremental", 16: "weak-callbacks"},
+                     8: "incremental", 16: "weak-callbacks",
+                     0x100: "scavenge", 0x101: "mark-compact", 0x102: "minor-mark-compact"},
     }),
-    ((11, 3), dict(_GC_SITES_SCOPED)),
+    # V8 10.2 inlines the callbacks' calls into PerformGarbageCollection(this,
+    # GarbageCollector, reason, ...) (a constprop clone of it, called from
+    # CollectGarbage, in node 18.20.8): its entry and return bound each
+    # full or young collection; the out-of-line prologue still runs for
+    # incremental marking. Its collector numbers go to gc_types from 0x100.
+    ((10, 2), {"gc_perform": (
+        "_ZN2v88internal4Heap24PerformGarbageCollectionENS0_16GarbageCollectorENS0_23Garbage"
+        "CollectionReasonEPKcNS_15GCCallbackFlagsE.constprop.1331",
+        "_ZN2v88internal4Heap24PerformGarbageCollectionENS0_16GarbageCollectorENS0_23Garbage"
+        "CollectionReasonEPKcNS_15GCCallbackFlagsE"),
+        # ... and into Heap::InvokeIncrementalMarking{Pro,Epi}logueCallbacks,
+        # which bound each incremental-marking step perf_hooks reports.
+        "gc_incremental": ("_ZN2v88internal4Heap41InvokeIncrementalMarkingPrologueCallbacksEv",
+                           "_ZN2v88internal4Heap41InvokeIncrementalMarkingEpilogueCallbacksEv")}),
+    ((11, 3), {**_GC_SITES_SCOPED, "gc_perform": (), "gc_incremental": ()}),
     ((12, 4), _http_sites("11http_parser")),
     # Built by clang from node 26: the lambda's static invoker is __invoke.
     ((14, 6), {"node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_8__invokeES2_"}),

@@ -29,14 +29,15 @@ class Sites:
         return a
 
 
-def find(elf: ElfFile, names: list[str]) -> Sites:
+def find(elf: ElfFile, names: list[str], optional: list[str] = ()) -> Sites:  # type: ignore[assignment]
     """The sites `names` (keys of the line's table) in this binary; one clear
-    error for the first that the symbol table does not hold."""
+    error for the first that the symbol table does not hold. `optional`
+    sites are taken where the line has them."""
     md = metadata.load(elf)
     facts = layouts.trace_sites(md.v8_version)
     sites = Sites(elf.path, md.version_text, facts=facts)
     wanted: dict[str, str] = {}
-    for n in names:
+    for n in [*names, *optional]:
         sym = facts.get(n)
         if isinstance(sym, tuple):
             for i, s in enumerate(sym):

@@ -45,8 +45,8 @@ def usage_error(p: subprocess.CompletedProcess, command: str | None) -> str:
     assert "Traceback" not in p.stderr, p.stderr
     lines = p.stderr.splitlines()
     usage = f"usage: python -m v8dbg {command} " if command else "usage: python -m v8dbg [-h]"
-    if command == "profile":
-        usage = "usage: v8dbg profile "
+    if command in ("profile", "trace", "catch"):  # standalone commands with parsers of their own
+        usage = f"usage: v8dbg {command} "
     assert any(line.startswith(usage) for line in lines), (usage, p.stderr)
     errors = [line for line in lines if line.startswith("v8dbg: ")]
     assert len(errors) == 1, p.stderr

@@ -12,7 +12,7 @@ tests/fixtures/trace_server.js is one server per line, shared by the tests:
 - catch: the 5th GET /req closes a bad fd from closeBadFd(); the core
   written has that function under fs.closeSync at the top of its JS stack
   (as `jsstack --core` reads it), and the server answers afterwards.
-Also: nothing left attached (no bpftrace, no uprobe in tracefs), no process
+Also: stopped by SIGINT (gc, http) or SIGTERM (threadpool), nothing left attached (no bpftrace, no uprobe in tracefs), no process
 left stopped, and bad input (no such pid, a binary without the probe site).
 BPF not permitted on a machine: each test is skipped, saying so.
 """
@@ -143,7 +143,7 @@ def test_threadpool_jobs_per_kind(server):
     t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json")
     try:
         assert get(server, f"/pool?p={p}&z={z}&f={f}") == "pooled"
-        rc, out, err = t.stop()
+        rc, out, err = t.stop(signal.SIGTERM)  # as a service manager stops it: maps still read
     finally:
         t.kill()
     assert rc == 0, err

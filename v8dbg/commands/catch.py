@@ -121,7 +121,6 @@ def _catch(args: argparse.Namespace, code: int | None) -> int:
     from ..inferior.bpftrace import TRACEFS, ensure_tracefs
     from ..inferior.corewrite import gcore
     from . import trace
-    from .cli import main as cli_main
 
     pid = args.pid
     exe = trace.target_binary(pid)
@@ -157,7 +156,7 @@ def _catch(args: argparse.Namespace, code: int | None) -> int:
                 print(f"v8dbg: {args.syscall}() failed with {name} in thread {tid}; core "
                       f"written to {path}; process {pid} continued")
                 sys.stdout.flush()
-                cli_main(["jsstack", "--core", path, "--binary", exe])
+                print(jsstack_of_core(path, exe))
             sys.stdout.flush()
         return len(caught) >= args.count
 
@@ -180,6 +179,24 @@ def _catch(args: argparse.Namespace, code: int | None) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def jsstack_of_core(core: str, binary: str) -> str:
+    """`jsstack` of the core just written, as `v8dbg jsstack --core` prints it."""
+    from ..inferior.corefile import CoreBackend
+    from ..inferior.solibs import SearchPath
+    from . import load_all
+    from .base import Session
+    load_all()
+    box: list = []
+
+    def factory():
+        if not box:
+            box.append(CoreBackend(core, binary, SearchPath.parse(None, None)))
+        return box[0]
+
+    text, _ok = Session(factory, binary).run("jsstack", [])
+    return text
 
 
 def _resume(pid: int) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT, VERSIONS, LiveNode, json_line
+from support import ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, json_line
 
 TRACING_LINE = "v8dbg: tracing process"
 
@@ -249,3 +249,19 @@ def test_probe_site_missing(tmp_path):
     assert r.returncode == 1, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("v8dbg: probe site"), r.stderr
+
+
+def test_not_root():
+    """As an unprivileged user: one line saying what is needed, exit 1."""
+    runuser = shutil.which("runuser")
+    # Debian's own Python: the test runner's may sit where nobody cannot read.
+    base = [runuser or "runuser", "-u", "nobody", "--", "env", f"PYTHONPATH={ROOT}", SYSTEM_PYTHON]
+    if not runuser or subprocess.run([*base, "-c", "import v8dbg"], capture_output=True,
+                                     timeout=60).returncode:
+        pytest.skip("user nobody cannot run this checkout's v8dbg here")
+    for args in (["trace", "gc", "--pid", "1"], ["catch", "--pid", "1", "--syscall", "close"]):
+        r = subprocess.run([*base, "-m", "v8dbg", *args], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1 and r.stderr.splitlines() == [
+            "v8dbg: tracing needs root (or CAP_BPF and CAP_PERFMON): it loads BPF programs "
+            "and uprobes; run it with sudo"], r.stderr

@@ -118,11 +118,13 @@ def _stopped(pid: int) -> bool:
 
 
 def _catch(args: argparse.Namespace, code: int | None) -> int:
-    from ..inferior.bpftrace import TRACEFS, ensure_tracefs
+    from ..inferior.bpftrace import TRACEFS, check_privileges, engine, ensure_tracefs
     from ..inferior.corewrite import gcore
     from . import trace
 
     pid = args.pid
+    engine()
+    check_privileges()
     exe = trace.target_binary(pid)
     note = ensure_tracefs()
     if note:

@@ -162,6 +162,9 @@ def _trace(args: argparse.Namespace) -> int:
     from ..v8 import probes
     from ..tracing import gc, http, threadpool
 
+    from ..inferior.bpftrace import check_privileges, engine
+    engine()
+    check_privileges()  # before anything else: the one thing a user must change
     exe = target_binary(args.pid)
     elf = open_elf(exe)
     mod = {"gc": gc, "threadpool": threadpool, "http": http}[args.what]

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, json_line
+from support import ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, json_line, validate_output
 
 TRACING_LINE = "v8dbg: tracing process"
 
@@ -206,6 +206,34 @@ def test_catch_bad_close(server, tmp_path):
     assert frames[1]["script"].endswith("trace_server.js")
     assert "closeBadFd" in out  # the stack printed as it stopped
     assert_nothing_left(server.pid)
+
+
+def test_catch_count_json(tmp_path):
+    """--count 2 --json: one schema-valid line per catch, cores FILE and FILE.2,
+    and then the process is left running."""
+    node = LiveNode(VERSIONS[-1], "trace_server.js")
+    node.port = int((node.dir / "port").read_text())  # type: ignore[attr-defined]
+    core = tmp_path / "core"
+    try:
+        t = Tracer("catch", "--pid", str(node.pid), "--syscall", "close", "--errno", "9",
+                   "--count", "2", "--core", str(core), "--json")
+        try:
+            for _ in range(3):
+                assert get(node, "/bad") == "EBADF"
+            out, err = t.proc.communicate(timeout=300)
+        finally:
+            t.kill()
+        assert t.proc.returncode == 0, t.err + err
+        docs = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+        for d in docs:
+            validate_output(d, "catch")
+        assert [(d["syscall"], d["errno"], d["tid"], d["core"]) for d in docs] == [
+            ("close", "EBADF", node.pid, str(core)), ("close", "EBADF", node.pid, f"{core}.2")]
+        assert core.exists() and Path(f"{core}.2").exists()
+        assert get(node, "/ping") == "ok"
+        assert_nothing_left(node.pid)
+    finally:
+        node.close()
 
 
 def test_catch_pid_gone_and_no_such_pid(server):

@@ -32,21 +32,20 @@ JSON output of every `--json` flag: [`v8dbg-output.schema.json`](v8dbg-output.sc
 def render() -> str:
     os.environ["COLUMNS"] = "80"  # argparse wraps help to the terminal's width
     sys.path.insert(0, str(ROOT))
-    from v8dbg.commands import load_all, profile, triage
-    from v8dbg.commands.cli import LAUNCHERS, build_parser
+    from v8dbg.commands import load_all
+    from v8dbg.commands.cli import LAUNCHERS, OWN_PARSERS, build_parser
     cmds = load_all()
     _, subs = build_parser(cmds, "v8dbg")
-    names = [n for n in sorted(cmds) if n != "v8dbg"] + ["profile", "triage"] + list(LAUNCHERS)
+    own = OWN_PARSERS  # commands with parsers of their own
+    names = [n for n in sorted(cmds) if n != "v8dbg"] + list(own) + list(LAUNCHERS)
     out = [HEAD, "## Contents", ""]
     for n in names:
         summary = cmds[n].summary if n in cmds else \
-            f"{profile.SUMMARY} (standalone only)" if n == "profile" else \
-            f"{triage.SUMMARY} (standalone only)" if n == "triage" else LAUNCHERS[n][0]
+            f"{own[n].SUMMARY} (standalone only)" if n in own else LAUNCHERS[n][0]
         out.append(f"- [`{n}`](#{n}): {summary}")
     out.append("")
     for n in names:
-        text = (profile.parser().format_help() if n == "profile" else
-                triage.parser().format_help() if n == "triage" else subs[n].format_help())
+        text = own[n].parser().format_help() if n in own else subs[n].format_help()
         out += [f"## {n}", "", "```", text.rstrip(), "```", ""]
     return "\n".join(out)
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what v8dbg's demo and tests need on a fresh Debian machine (run as root):
-# gdb, lldb-16 with its Python module, the Python test packages, and the pinned
+# gdb, lldb-16 with its Python module, bpftrace, the Python test packages, and the pinned
 # official node binaries (from the npm registry) in the git-ignored .cache/, and the
 # pinned npm packages some fixtures run.
 set -euo pipefail
@@ -12,6 +12,7 @@ command -v gdb >/dev/null || need+=(gdb)
 command -v lldb-16 >/dev/null || need+=(lldb-16)
 [ -d /usr/lib/llvm-16/lib/python3/dist-packages/lldb ] || need+=(python3-lldb-16)
 command -v npm >/dev/null || need+=(npm)
+command -v bpftrace >/dev/null || need+=(bpftrace)  # `trace` and `catch`: the BPF engine
 command -v strip >/dev/null || need+=(binutils)  # a stripped node copy for the remote-core tests
 # tests/test_package.py installs the wheel into a fresh virtualenv (Debian's python3-venv).
 python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)

@@ -45,7 +45,7 @@ def usage_error(p: subprocess.CompletedProcess, command: str | None) -> str:
     assert "Traceback" not in p.stderr, p.stderr
     lines = p.stderr.splitlines()
     usage = f"usage: python -m v8dbg {command} " if command else "usage: python -m v8dbg [-h]"
-    if command in ("profile", "triage"):
+    if command in ("profile", "triage", "trace", "catch"):  # standalone commands with parsers of their own
         usage = f"usage: v8dbg {command} "
     assert any(line.startswith(usage) for line in lines), (usage, p.stderr)
     errors = [line for line in lines if line.startswith("v8dbg: ")]

@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..errors import V8DbgError
-from . import Command, Session, launch, load_all, profile, triage
+from . import Command, Session, catch, launch, load_all, profile, trace, triage
 from ..inferior.corefile import core_file_problem
 from .base import did_you_mean, explain_usage, truncation_first
 
@@ -51,6 +51,11 @@ LAUNCHERS = {
                  "Print the lldb commands that load v8dbg from this installation: "
                  "`v8dbg lldbinit >> ~/.lldbinit`."),
 }
+
+# The standalone commands with parsers of their own: each reads no single core
+# (a running process, or many cores) and is dispatched before the core options.
+OWN_PARSERS = {"profile": profile, "triage": triage, "trace": trace, "catch": catch}
+
 
 def _prog_name() -> str:
     arg0 = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
@@ -109,9 +114,8 @@ def _target_options() -> argparse.ArgumentParser:
 def cli_commands(commands: dict[str, Command]) -> list[str]:
     """The CLI's sub-commands: every v8dbg command but `v8dbg` itself (the
     debuggers' list of commands; here `--help` lists them), the launchers,
-    profile, triage and help."""
-    return ([n for n in sorted(commands) if n != "v8dbg"] + list(LAUNCHERS)
-            + ["profile", "triage", "help"])
+    profile, triage, trace, catch and help."""
+    return [n for n in sorted(commands) if n != "v8dbg"] + list(LAUNCHERS) + list(OWN_PARSERS) + ["help"]
 
 
 def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.ArgumentParser,
@@ -132,10 +136,8 @@ def build_parser(commands: dict[str, Command], prog: str) -> tuple[argparse.Argu
                                     parents=[cmd.parser, target], add_help=False)
     for name, (summary, description) in LAUNCHERS.items():
         subs[name] = sub.add_parser(name, help=summary, description=description)
-    subs["profile"] = sub.add_parser("profile", help=f"{profile.SUMMARY} (standalone only)",
-                                     add_help=False)
-    subs["triage"] = sub.add_parser("triage", help=f"{triage.SUMMARY} (standalone only)",
-                                    add_help=False)
+    for own, module in OWN_PARSERS.items():
+        subs[own] = sub.add_parser(own, help=f"{module.SUMMARY} (standalone only)", add_help=False)
     subs["help"] = sub.add_parser("help", help="help for one command: help COMMAND",
                                   description="Show the help of COMMAND (or of v8dbg).")
     subs["help"].add_argument("topic", nargs="?", metavar="COMMAND")
@@ -210,12 +212,9 @@ def _main(argv: list[str], prog: str) -> int:
     if argv and argv[0] in ("gdb", "lldb"):
         # Everything after the name is the debugger's, `--help` included.
         return launch.run_debugger(argv[0], argv[1:])
-    if argv and argv[0] == "profile":
-        # A running process, not a core: a command with options of its own.
-        return profile.main(argv[1:])
-    if argv and argv[0] == "triage":
-        # Many cores, not one: a command with options of its own.
-        return triage.main(argv[1:])
+    if argv and argv[0] in OWN_PARSERS:
+        # A running process or many cores, not one core: options of its own.
+        return OWN_PARSERS[argv[0]].main(argv[1:])
     argv = _hoist_target_options(argv)
     commands = load_all()
     top, subs = build_parser(commands, prog)
@@ -236,10 +235,8 @@ def _main(argv: list[str], prog: str) -> int:
     if name == "help":
         if args.topic is None or args.topic == "v8dbg":
             top.print_help()
-        elif args.topic == "profile":
-            profile.main(["--help"])
-        elif args.topic == "triage":
-            triage.main(["--help"])
+        elif args.topic in OWN_PARSERS:
+            OWN_PARSERS[args.topic].main(["--help"])
         elif args.topic in subs:
             subs[args.topic].print_help()
         else:

@@ -690,3 +690,89 @@ def node_provider_offsets(version: tuple[int, ...]) -> list[int]:
     """Offsets of AsyncWrap::provider_type_ to try: the line's own first."""
     own = node_facts(version)["AsyncWrapProviderType"]
     return [own] + sorted(set(_NODE_PROVIDER.values()) - {own})
+# Tracing (`trace`, `catch`): where to put uprobes in the node binary, per
+# line, and the offsets the probe programs read. Functions are named by their
+# mangled symbol (the binary's own symbol table gives the address); each entry
+# holds from its V8 line on until a later entry replaces a key. Checked on the
+# pinned release of each line: every site resolves and fires (tests/test_trace.py).
+#
+# GC: V8 calls Heap::CallGCPrologueCallbacks(this, GCType, flags[, scope])
+# before each collection and CallGCEpilogueCallbacks after, whether or not
+# callbacks are registered; perf_hooks' 'gc' entries are taken from the same
+# calls, so the GCType in esi names the collection and the time between the
+# two is its pause. Thread pool: uv_queue_work(loop, req, work_cb, after_cb)
+# (it inlines uv__work_submit, so it is its own site), uv__work_submit(loop,
+# w, kind, work, done) for libuv's own jobs (fs, DNS, random), and the work
+# functions the pool threads run (entry: start; return: end). A uv_work_t
+# keeps its uv__work at +88; node's ThreadPoolWork (vtable,
+# env_, then work_req_) puts every job of its own through one lambda, so the
+# vtable at req-16 names the job's class. HTTP: node's llhttp callbacks
+# (Parser::Proxy<...>::Raw(llhttp_t*, ...)); llhttp_t keeps the method byte
+# at +73.
+_GC_SITES_OLD = {
+    "gc_prologue": "_ZN2v88internal4Heap23CallGCPrologueCallbacksENS_6GCTypeENS_15GCCallbackFlagsE",
+    "gc_epilogue": "_ZN2v88internal4Heap23CallGCEpilogueCallbacksENS_6GCTypeENS_15GCCallbackFlagsE",
+}
+_GC_SITES_SCOPED = {
+    "gc_prologue": "_ZN2v88internal4Heap23CallGCPrologueCallbacksENS_6GCTypeENS_15GCCallbackFlags"
+                   "ENS0_8GCTracer5Scope7ScopeIdE",
+    "gc_epilogue": "_ZN2v88internal4Heap23CallGCEpilogueCallbacksENS_6GCTypeENS_15GCCallbackFlags"
+                   "ENS0_8GCTracer5Scope7ScopeIdE",
+}
+
+
+def _http_sites(ns: str) -> dict[str, str]:
+    """node's llhttp callbacks, in the namespace the Parser class lives in."""
+    p = f"_ZN4node{ns}6Parser5ProxyIMS1_"
+    return {"http_message_begin": p + "FivEXadL_ZNS1_16on_message_beginEvEEE3RawEP18llhttp__internal_s",
+            "http_url": p + "FiPKcmEXadL_ZNS1_6on_urlES4_mEEE3RawEP18llhttp__internal_sS4_m",
+            "http_headers_complete": p + "FivEXadL_ZNS1_19on_headers_completeEvEEE3RawEP18llhttp__internal_s"}
+
+
+TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
+    ((10, 1), {
+        **_GC_SITES_OLD,
+        **_http_sites("12_GLOBAL__N_1"),
+        "uv_queue_work": "uv_queue_work",
+        "uv_work_submit": "uv__work_submit",
+        # The pool's work functions: what a unit of work runs, by libuv's name.
+        "uv_work_functions": ("uv__queue_work", "uv__fs_work", "uv__getaddrinfo_work",
+                              "uv__getnameinfo_work", "uv__random_work"),
+        "node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_4_FUNES2_",
+        "uv_work_t_work_req": 88,
+        "ThreadPoolWork_work_req": 16,
+        "llhttp_method": 73,
+        # v8::GCType bits, as perf_hooks' entry.detail.kind has them.
+        "gc_types": {1: "scavenge", 2: "minor-mark-sweep", 4: "mark-compact",
+                     8: "incremental", 16: "weak-callbacks",
+                     0x100: "scavenge", 0x101: "mark-compact", 0x102: "minor-mark-compact"},
+    }),
+    # V8 10.2 inlines the callbacks' calls into PerformGarbageCollection(this,
+    # GarbageCollector, reason, ...) (a constprop clone of it, called from
+    # CollectGarbage, in node 18.20.8): its entry and return bound each
+    # full or young collection; the out-of-line prologue still runs for
+    # incremental marking. Its collector numbers go to gc_types from 0x100.
+    ((10, 2), {"gc_perform": (
+        "_ZN2v88internal4Heap24PerformGarbageCollectionENS0_16GarbageCollectorENS0_23Garbage"
+        "CollectionReasonEPKcNS_15GCCallbackFlagsE.constprop.1331",
+        "_ZN2v88internal4Heap24PerformGarbageCollectionENS0_16GarbageCollectorENS0_23Garbage"
+        "CollectionReasonEPKcNS_15GCCallbackFlagsE"),
+        # ... and into Heap::InvokeIncrementalMarking{Pro,Epi}logueCallbacks,
+        # which bound each incremental-marking step perf_hooks reports.
+        "gc_incremental": ("_ZN2v88internal4Heap41InvokeIncrementalMarkingPrologueCallbacksEv",
+                           "_ZN2v88internal4Heap41InvokeIncrementalMarkingEpilogueCallbacksEv")}),
+    ((11, 3), {**_GC_SITES_SCOPED, "gc_perform": (), "gc_incremental": ()}),
+    ((12, 4), _http_sites("11http_parser")),
+    # Built by clang from node 26: the lambda's static invoker is __invoke.
+    ((14, 6), {"node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_8__invokeES2_"}),
+]
+
+
+def trace_sites(version: tuple[int, ...]) -> dict[str, Any]:
+    """The probe sites and offsets of a V8 line (a later unknown line takes
+    the newest entry; the caller checks each symbol is in the binary)."""
+    out: dict[str, Any] = {}
+    for since, entry in TRACE_SITES:
+        if (version[0], version[1]) >= since:
+            out.update(entry)
+    return out

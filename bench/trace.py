@@ -1,0 +1,167 @@
+"""Benchmark: what `v8dbg trace gc|threadpool|http` costs the process it traces.
+
+One node process per mode runs a workload flat out and prints how much it
+has done, every 250 ms, on stdout: `gc` allocates and drops objects (young
+GCs many times a second), `threadpool` keeps 4 tiny crypto.pbkdf2 jobs in
+the pool at all times (the worst case: the probes' cost against jobs of a
+few µs), `http` is a server that a separate node client (keep-alive, 16
+requests in flight) loads with GETs. In that same process, phases follow:
+untraced, traced, untraced, ... (--rounds times); each traced phase is
+compared with the mean of the untraced phases on either side of it, so
+slow drift of the machine cancels out. What a user would do instead is
+restart with `--trace-gc` or write bpftrace by hand: the first is not
+possible on a running process; the second is what `trace` generates.
+
+`threadpool-ms` is the same with jobs of about a millisecond.
+
+Usage: python3 bench/trace.py [--version V] [--seconds S] [--rounds N]
+       [--modes gc,threadpool,threadpool-ms,http]
+(root, bpftrace)
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from support import node_binary  # noqa: E402
+
+WORKLOADS = {
+    "gc": r"""
+let n = 0, keep = [];
+setInterval(() => console.log(n), 250);
+(function spin() {
+  const until = Date.now() + 20;
+  while (Date.now() < until) { keep = []; for (let i = 0; i < 1000; i++) keep.push({ i }); n++; }
+  setImmediate(spin);
+})();
+""",
+    "threadpool": r"""
+const crypto = require('crypto');
+let n = 0;
+setInterval(() => console.log(n), 250);
+function one() { crypto.pbkdf2('pw', 'salt', 1, 32, 'sha256', () => { n++; one(); }); }
+for (let i = 0; i < 4; i++) one();
+""",
+    # The same with jobs of about a millisecond (10,000 iterations): what a
+    # real pbkdf2, zlib of real data or fs call pays.
+    "threadpool-ms": r"""
+const crypto = require('crypto');
+let n = 0;
+setInterval(() => console.log(n), 250);
+function one() { crypto.pbkdf2('pw', 'salt', 10000, 32, 'sha256', () => { n++; one(); }); }
+for (let i = 0; i < 4; i++) one();
+""",
+    "http": r"""
+const http = require('http');
+let n = 0;
+setInterval(() => console.log(n), 250);
+http.createServer((req, res) => { n++; res.end('ok'); }).listen(18777, '127.0.0.1');
+""",
+}
+
+CLIENT = r"""
+const http = require('http');
+const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+function one() {
+  http.get({ host: '127.0.0.1', port: 18777, path: '/bench', agent }, (res) => {
+    res.resume(); res.on('end', one);
+  }).on('error', () => setTimeout(one, 50));
+}
+setTimeout(() => { for (let i = 0; i < 16; i++) one(); }, 300);
+"""
+
+
+class Counter:
+    """The workload's running count, read from its stdout."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.value = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            try:
+                self.value = int(line)
+            except ValueError:
+                pass
+
+
+def rate(counter: Counter, seconds: float) -> float:
+    a, t0 = counter.value, time.monotonic()
+    time.sleep(seconds)
+    return (counter.value - a) / (time.monotonic() - t0)
+
+
+def traced_rate(mode: str, pid: int, counter: Counter, seconds: float) -> float:
+    what = mode.split("-")[0]
+    tracer = subprocess.Popen([sys.executable, "-m", "v8dbg", "trace", what, "--pid", str(pid)],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        while "v8dbg: tracing" not in (tracer.stderr.readline() or "v8dbg: tracing"):  # type: ignore[union-attr]
+            pass
+        return rate(counter, seconds)
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.communicate(timeout=60)
+
+
+def bench(mode: str, version: str, seconds: float, rounds: int) -> None:
+    d = Path(tempfile.mkdtemp(prefix="v8dbg-bench-trace-"))
+    (d / "w.js").write_text(WORKLOADS[mode])
+    proc = subprocess.Popen([str(node_binary(version)), str(d / "w.js")], stdout=subprocess.PIPE,
+                            text=True)
+    client = None
+    try:
+        if mode == "http":
+            (d / "c.js").write_text(CLIENT)
+            client = subprocess.Popen([str(node_binary(version)), str(d / "c.js")])
+        counter = Counter(proc)
+        time.sleep(2.0)  # warm up
+        base = [rate(counter, seconds)]
+        losses = []
+        for _ in range(rounds):
+            traced = traced_rate(mode, proc.pid, counter, seconds)
+            base.append(rate(counter, seconds))
+            ref = (base[-1] + base[-2]) / 2
+            losses.append(100.0 * (ref - traced) / ref)
+            print(f"  {mode}: untraced {ref:,.0f}/s, traced {traced:,.0f}/s: "
+                  f"{losses[-1]:+.1f} %", flush=True)
+        print(f"{mode} (node {version}): throughput lost while traced, median of {rounds}: "
+              f"{statistics.median(losses):+.1f} % ({', '.join(f'{x:+.1f}' for x in losses)}); "
+              f"untraced {statistics.median(base):,.0f}/s", flush=True)
+    finally:
+        for p in (client, proc):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--version", default="24.21.0")
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--modes", default="gc,threadpool,threadpool-ms,http")
+    a = ap.parse_args()
+    with open("/proc/loadavg") as fh:
+        print(f"load average at start: {fh.read().split()[0]}")
+    for mode in a.modes.split(","):
+        bench(mode, a.version, a.seconds, a.rounds)
+    with open("/proc/loadavg") as fh:
+        print(f"load average at end: {fh.read().split()[0]}")
+
+
+if __name__ == "__main__":
+    main()

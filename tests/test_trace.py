@@ -1,0 +1,295 @@
+"""`v8dbg trace` and `v8dbg catch` on a running node of every pinned line,
+against what node counts itself in the same run.
+
+tests/fixtures/trace_server.js is one server per line, shared by the tests:
+- gc: the GCs traced while the server churns equal (+-2) the perf_hooks
+  'gc' entries it observed over the same requests;
+- threadpool: PBKDF2, FSReq jobs equal to the pbkdf2 and fs.stat calls it
+  made; Zlib jobs twice its deflate calls (zlib.deflate writes its input,
+  then finishes the stream: two units of pool work);
+- http: requests per method and URL equal to those sent over 127.0.0.1
+  (fresh connections and one kept alive);
+- catch: the 5th GET /req closes a bad fd from closeBadFd(); the core
+  written has that function under fs.closeSync at the top of its JS stack
+  (as `jsstack --core` reads it), and the server answers afterwards.
+Also: stopped by SIGINT (gc, http) or SIGTERM (threadpool), nothing left attached (no bpftrace, no uprobe in tracefs), no process
+left stopped, and bad input (no such pid, a binary without the probe site).
+BPF not permitted on a machine: each test is skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import http.client
+from pathlib import Path
+
+import pytest
+
+from support import ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, json_line, validate_output
+
+TRACING_LINE = "v8dbg: tracing process"
+
+
+def _bpf_problem() -> str | None:
+    if os.geteuid() != 0:
+        return "BPF tracing needs root here (tests run unprivileged)"
+    if not shutil.which("bpftrace"):
+        return "bpftrace is not installed (scripts/setup.sh installs it)"
+    r = subprocess.run(["bpftrace", "-e", "BEGIN { exit(); }"], capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode != 0:
+        return f"BPF is not permitted on this machine: {r.stderr.strip().splitlines()[-1:]}"
+    return None
+
+
+_PROBLEM = _bpf_problem()
+pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=_PROBLEM or "")
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def server(request):
+    node = LiveNode(request.param, "trace_server.js")
+    node.port = int((node.dir / "port").read_text())  # type: ignore[attr-defined]
+    node.version = request.param  # type: ignore[attr-defined]
+    try:
+        yield node
+    finally:
+        node.close()
+
+
+def get(node, path: str, method: str = "GET") -> str:
+    req = urllib.request.Request(f"http://127.0.0.1:{node.port}{path}", method=method)
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return r.read().decode()
+
+
+class Tracer:
+    """`v8dbg ARGS` in the background, started once its probes are attached;
+    stopped by SIGINT (as Ctrl-C) and always reaped."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "v8dbg", *args], cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.err = ""
+        deadline = time.time() + 90
+        while TRACING_LINE not in self.err:
+            line = self.proc.stderr.readline()  # type: ignore[union-attr]
+            if not line:
+                out, err = self.proc.communicate(timeout=30)
+                raise AssertionError(f"tracer ended before attaching: {self.err}{err}{out}")
+            self.err += line
+            if time.time() > deadline:
+                self.kill()
+                raise AssertionError(f"tracer did not attach: {self.err}")
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> tuple[int, str, str]:
+        self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out, self.err + err
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+def assert_nothing_left(pid: int) -> None:
+    """No bpftrace of ours runs, no uprobe is registered, the target is not stopped."""
+    me = str(os.getpid())
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                comm = (p / "comm").read_text().strip()
+                ppid = (p / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            except OSError:
+                continue
+            assert not (comm == "bpftrace" and ppid == me), f"bpftrace {p.name} left running"
+    events = Path("/sys/kernel/tracing/uprobe_events")
+    if events.exists():
+        assert "node" not in events.read_text(), events.read_text()
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert state not in ("T", "t"), f"process {pid} left stopped"
+
+
+def test_gc_count_matches_perf_hooks(server):
+    t = Tracer("trace", "gc", "--pid", str(server.pid), "--json")
+    try:
+        get(server, "/mark")
+        for _ in range(3):
+            get(server, "/gc?n=4")
+        node_count = json.loads(get(server, "/counts"))["gc"]
+        rc, out, err = t.stop()
+    finally:
+        t.kill()
+    assert rc == 0, err
+    doc = json_line(out, "trace gc")
+    assert node_count >= 6, f"the fixture made too few GCs to compare: {node_count}"
+    assert abs(doc["count"] - node_count) <= 2, (doc["count"], node_count, doc)
+    assert len(doc["events"]) == doc["count"]
+    assert {"scavenge"} <= {e["type"] for e in doc["events"]}, doc["events"]
+    assert all(e["duration_us"] > 0 for e in doc["events"])
+    assert_nothing_left(server.pid)
+
+
+def test_threadpool_jobs_per_kind(server):
+    p, z, f = 7, 5, 9
+    t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json")
+    try:
+        assert get(server, f"/pool?p={p}&z={z}&f={f}") == "pooled"
+        rc, out, err = t.stop(signal.SIGTERM)  # as a service manager stops it: maps still read
+    finally:
+        t.kill()
+    assert rc == 0, err
+    doc = json_line(out, "trace threadpool")
+    kinds = {k["kind"]: k for k in doc["kinds"]}
+    got = {k: kinds[k]["count"] if k in kinds else 0 for k in ("PBKDF2", "Zlib", "FSReq")}
+    assert got == {"PBKDF2": p, "Zlib": 2 * z, "FSReq": f}, doc["kinds"]
+    for k in ("PBKDF2", "Zlib", "FSReq"):
+        s = kinds[k]
+        assert 0 < s["p50_us"] <= s["p99_us"] <= s["max_us"], s
+        assert s["run"]["max_us"] <= s["max_us"] and s["wait"]["max_us"] <= s["max_us"], s
+    assert_nothing_left(server.pid)
+
+
+def test_http_requests_per_url(server):
+    t = Tracer("trace", "http", "--pid", str(server.pid), "--json")
+    try:
+        for _ in range(7):
+            get(server, "/alpha")
+        for _ in range(3):
+            get(server, "/beta?x=1", method="POST")
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        for _ in range(4):  # one connection, kept alive
+            conn.request("GET", "/gamma")
+            conn.getresponse().read()
+        conn.close()
+        time.sleep(0.3)
+        rc, out, err = t.stop()
+    finally:
+        t.kill()
+    assert rc == 0, err
+    doc = json_line(out, "trace http")
+    urls = {(u["method"], u["url"]): u for u in doc["urls"]}
+    got = {k: urls[k]["count"] if k in urls else 0
+           for k in (("GET", "/alpha"), ("POST", "/beta?x=1"), ("GET", "/gamma"))}
+    assert got == {("GET", "/alpha"): 7, ("POST", "/beta?x=1"): 3, ("GET", "/gamma"): 4}, doc
+    assert_nothing_left(server.pid)
+
+
+def test_catch_bad_close(server, tmp_path):
+    core = tmp_path / "core"
+    t = Tracer("catch", "--pid", str(server.pid), "--syscall", "close", "--errno", "EBADF",
+               "--core", str(core))
+    try:
+        for _ in range(6):
+            get(server, "/req")
+        out, err = t.proc.communicate(timeout=300)
+        rc = t.proc.returncode
+    finally:
+        t.kill()
+    assert rc == 0, t.err + err
+    assert "close() failed with EBADF" in out, out
+    assert get(server, "/ping") == "ok"  # it runs on
+    assert core.exists() and core.stat().st_blocks * 512 < core.stat().st_size, "core not sparse"
+    r = subprocess.run([sys.executable, "-m", "v8dbg", "jsstack", "--core", str(core), "--json"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    frames = [f for f in json_line(r.stdout, "jsstack")["frames"] if f["kind"] == "js"]
+    names = [f["function"] for f in frames]
+    assert names[:2] == ["closeSync", "closeBadFd"], names
+    assert frames[1]["script"].endswith("trace_server.js")
+    assert "closeBadFd" in out  # the stack printed as it stopped
+    assert_nothing_left(server.pid)
+
+
+def test_catch_count_json(tmp_path):
+    """--count 2 --json: one schema-valid line per catch, cores FILE and FILE.2,
+    and then the process is left running."""
+    node = LiveNode(VERSIONS[-1], "trace_server.js")
+    node.port = int((node.dir / "port").read_text())  # type: ignore[attr-defined]
+    core = tmp_path / "core"
+    try:
+        t = Tracer("catch", "--pid", str(node.pid), "--syscall", "close", "--errno", "9",
+                   "--count", "2", "--core", str(core), "--json")
+        try:
+            for _ in range(3):
+                assert get(node, "/bad") == "EBADF"
+            out, err = t.proc.communicate(timeout=300)
+        finally:
+            t.kill()
+        assert t.proc.returncode == 0, t.err + err
+        docs = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+        for d in docs:
+            validate_output(d, "catch")
+        assert [(d["syscall"], d["errno"], d["tid"], d["core"]) for d in docs] == [
+            ("close", "EBADF", node.pid, str(core)), ("close", "EBADF", node.pid, f"{core}.2")]
+        assert core.exists() and Path(f"{core}.2").exists()
+        assert get(node, "/ping") == "ok"
+        assert_nothing_left(node.pid)
+    finally:
+        node.close()
+
+
+def test_catch_pid_gone_and_no_such_pid(server):
+    r = subprocess.run([sys.executable, "-m", "v8dbg", "trace", "gc", "--pid", "999999999"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and r.stderr.strip() == "v8dbg: no process 999999999", r.stderr
+    r = subprocess.run([sys.executable, "-m", "v8dbg", "catch", "--pid", str(server.pid),
+                        "--syscall", "nosuchcall"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and r.stderr.strip().splitlines()[-1] == \
+        "v8dbg: no system call nosuchcall with an exit tracepoint on this kernel", r.stderr
+
+
+def test_target_exits_mid_trace(tmp_path):
+    node = LiveNode(VERSIONS[-1], "trace_server.js")
+    try:
+        t = Tracer("trace", "gc", "--pid", str(node.pid))
+        node.proc.send_signal(signal.SIGKILL)
+        node.proc.wait()
+        out, err = t.proc.communicate(timeout=60)
+    finally:
+        t.kill()
+        node.close()
+    assert t.proc.returncode == 1
+    assert f"v8dbg: process {node.pid} exited after" in err, err
+    assert "Traceback" not in err
+
+
+def test_probe_site_missing(tmp_path):
+    """A node whose symbol table lacks the site: one line, nothing attached."""
+    from support import stripped_binary
+    binary = stripped_binary(VERSIONS[-1])
+    proc = subprocess.Popen([str(binary), "-e", "setInterval(() => {}, 1000)"])
+    try:
+        time.sleep(0.5)
+        r = subprocess.run([sys.executable, "-m", "v8dbg", "trace", "gc", "--pid", str(proc.pid)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("v8dbg: probe site"), r.stderr
+
+
+def test_not_root():
+    """As an unprivileged user: one line saying what is needed, exit 1."""
+    runuser = shutil.which("runuser")
+    # Debian's own Python: the test runner's may sit where nobody cannot read.
+    base = [runuser or "runuser", "-u", "nobody", "--", "env", f"PYTHONPATH={ROOT}", SYSTEM_PYTHON]
+    if not runuser or subprocess.run([*base, "-c", "import v8dbg"], capture_output=True,
+                                     timeout=60).returncode:
+        pytest.skip("user nobody cannot run this checkout's v8dbg here")
+    for args in (["trace", "gc", "--pid", "1"], ["catch", "--pid", "1", "--syscall", "close"]):
+        r = subprocess.run([*base, "-m", "v8dbg", *args], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1 and r.stderr.splitlines() == [
+            "v8dbg: tracing needs root (or CAP_BPF and CAP_PERFMON): it loads BPF programs "
+            "and uprobes; run it with sudo"], r.stderr

@@ -1,0 +1,192 @@
+"""`v8dbg trace gc|threadpool|http`: what a running node process does, traced
+by BPF uprobes in the kernel, without restarting or stopping it.
+
+Standalone command line only. bpftrace runs the probe program (attached to
+this pid only, the counts and histograms kept in the kernel); on every way
+out (the duration, Ctrl-C, SIGTERM, the target exiting, an error) it is
+stopped and its maps read, so no probe stays behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any, Callable
+
+from ..errors import V8DbgError
+
+USAGE = "trace gc|threadpool|http --pid PID [--duration S] [--json]"
+SUMMARY = "trace GCs, thread-pool work or HTTP requests of a running node process (BPF)"
+WHATS = ("gc", "threadpool", "http")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Usage(f"trace: {message}")
+
+
+class _Usage(Exception):
+    pass
+
+
+class Terminated(Exception):
+    """SIGTERM: stop tracing the way Ctrl-C does."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="v8dbg trace", usage="v8dbg " + USAGE, description=(
+        "Trace a running node process without restarting it, as the DTrace "
+        "scripts of old did: `gc` each garbage collection with its type and "
+        "pause; `threadpool` each unit of libuv thread-pool work by the kind of "
+        "job (PBKDF2, Zlib, FSReq, an add-on's function), queue wait apart from "
+        "run time; `http` server requests per method and URL, from the request "
+        "parsed to the first write of its response. Counts and power-of-two "
+        "histograms are kept in the kernel (BPF uprobes through bpftrace, "
+        "attached to this process only); needs root. Without --duration, "
+        "tracing goes on until Ctrl-C or the process exits."))
+    p.add_argument("what", choices=WHATS, help="what to trace")
+    p.add_argument("--pid", type=int, required=True, help="the node process")
+    p.add_argument("--duration", type=float, metavar="S",
+                   help="seconds to trace (default: until Ctrl-C)")
+    p.add_argument("--json", action="store_true", help="one JSON document (the contract's)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Run the trace command; returns the exit status."""
+    p = parser()
+    if any(a in ("-h", "--help") for a in argv):
+        sys.stdout.write(p.format_help())
+        return 0
+    as_json = "--json" in argv
+    try:
+        args = p.parse_args(argv)
+    except _Usage as e:
+        _error(f"{e}", as_json)
+        print(f"usage: v8dbg {USAGE}", file=sys.stderr)
+        return 2
+    if args.duration is not None and not args.duration > 0:
+        _error("trace: --duration must be a number of seconds above 0", as_json)
+        return 2
+    if args.pid <= 0:
+        _error("trace: --pid must be a process id", as_json)
+        return 2
+    try:
+        return _trace(args)
+    except V8DbgError as e:
+        _error(str(e), as_json)
+        return 1
+
+
+def _error(message: str, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"error": message}))
+    else:
+        print(f"v8dbg: {message}", file=sys.stderr)
+
+
+def target_binary(pid: int) -> str:
+    """The node binary process `pid` runs (for uprobes: the file on disk)."""
+    from ..inferior.bpftrace import process_gone
+    if process_gone(pid):
+        raise V8DbgError(f"no process {pid}")
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError as e:
+        raise V8DbgError(f"cannot see process {pid}'s executable (/proc/{pid}/exe): "
+                         f"{e.strerror}; run v8dbg as root") from None
+    if exe.endswith(" (deleted)"):
+        raise V8DbgError(f"process {pid} runs {exe}: the binary was replaced on disk, "
+                         "uprobes cannot be placed in it")
+    return exe
+
+
+def run_program(pid: int, program: str, duration: float | None, unsafe: bool = False,
+                syscalls: bool = False,
+                on_lines: Callable[[list[str]], bool] | None = None) -> tuple[Any, str, float]:
+    """Run a bpftrace program against `pid` until the duration ends, Ctrl-C,
+    SIGTERM, the target exits, or `on_lines` (fed the printf lines) says
+    stop; returns (output, why it stopped, seconds traced). bpftrace is
+    stopped on every path."""
+    from ..inferior.bpftrace import Run, check_privileges, engine, ensure_tracefs, process_gone
+    engine()
+    check_privileges()
+    if syscalls:
+        note = ensure_tracefs()
+        if note:
+            print(f"v8dbg: {note}", file=sys.stderr)
+
+    def term(_sig, _frame):
+        raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, term)
+    run = None
+    why = "duration"
+    started = time.monotonic()
+    try:
+        run = Run(program, pid, unsafe=unsafe)
+        run.wait_attached()
+        started = time.monotonic()
+        print(f"v8dbg: tracing process {pid}"
+              + (f" for {duration:g} s" if duration else ", Ctrl-C to stop"), file=sys.stderr)
+        while True:
+            left = None if duration is None else duration - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                break
+            lines = run.poll(min(0.25, left) if left is not None else 0.25)
+            if on_lines and lines and on_lines(lines):
+                why = "done"
+                break
+            if process_gone(pid):
+                why = "exited"
+                break
+            if not run.running():
+                raise V8DbgError(run.failure())
+    except KeyboardInterrupt:
+        why = "interrupted"
+    except Terminated:
+        why = "terminated"
+    finally:
+        elapsed = time.monotonic() - started
+        out = run.stop() if run is not None else None
+        signal.signal(signal.SIGTERM, old)
+    return out, why, elapsed
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from ..inferior.elf import open_elf
+    from ..v8 import probes
+    from ..tracing import gc, http, threadpool
+
+    from ..inferior.bpftrace import check_privileges, engine
+    engine()
+    check_privileges()  # before anything else: the one thing a user must change
+    exe = target_binary(args.pid)
+    elf = open_elf(exe)
+    mod = {"gc": gc, "threadpool": threadpool, "http": http}[args.what]
+    sites = probes.find(elf, mod.SITES, getattr(mod, "OPTIONAL", []))
+    program = mod.program(sites, exe, args.pid)
+    out, why, elapsed = run_program(args.pid, program, args.duration,
+                                    syscalls=args.what == "http")
+    report = mod.decode(out, sites) if args.what == "gc" else mod.decode(out, elf)
+    from . import trace_output
+    text = (trace_output.to_json(args.what, report, elapsed) if args.json
+            else trace_output.to_text(args.what, report, args.pid, elapsed))
+    status = 0
+    if why == "exited":
+        print(f"v8dbg: process {args.pid} exited after {elapsed:.2f} s of tracing; "
+              "what was traced until then follows", file=sys.stderr)
+        status = 1
+    elif why in ("interrupted", "terminated") and args.duration is not None:
+        status = 130
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return status

@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from support import (GDB, LLDB, ROOT, VERSIONS, LiveNode, json_line, make_core, run_gdb,
-                     run_lldb)
+from support import (GDB, LLDB, ROOT, VERSIONS, LiveNode, json_line, make_core, node_binary,
+                     run_gdb, run_lldb)
 from test_stack import compare, tier_flags
 
 DEBUGGERS = ["gdb", "lldb"]
@@ -105,9 +105,20 @@ def test_bt_on_core(debugger, version, tier, cores):
     d = cores[(version, tier)]
     runner = run_gdb if debugger == "gdb" else run_lldb
     move = ["frame 12", "up", "info frame"] if debugger == "gdb" else ["frame select 12", "up"]
-    bt, stack, off, bt_off, on, bt_on, *moved = runner(
-        version, ["bt", "jsstack --json", "v8dbg bt off", "bt", "v8dbg bt on", "bt", *move],
+    walk = WALK if debugger == "gdb" else []
+    off_move = ["frame 12", "info frame"] if debugger == "gdb" else ["frame select 12", "frame select 0"]
+    bt, stack, *outs = runner(
+        version, ["bt", "jsstack --json", *walk, "v8dbg bt off", "bt", *off_move,
+                  "v8dbg bt on", "bt", *move],
         core=d / "core")
+    walked, (off, bt_off, off_frame, off_info, on, bt_on, *moved) = outs[:len(walk)], \
+        outs[len(walk):]
+    if walk:
+        check_walk(bt, walked)
+    # Off, nothing names JS frames (and gdb's own unwinding stops at the first V8 frame).
+    assert not js_frames(frame_lines(debugger, off_frame)), off_frame
+    if debugger == "gdb":
+        assert not hook_lines(off_frame) and "JavaScript" not in off_info, (off_frame, off_info)
     expected = (d / "expected-stack.txt").read_text()
     check(debugger, bt, stack, expected)
     doc = json_line(stack)
@@ -128,6 +139,65 @@ def test_bt_on_core(debugger, version, tier, cores):
         assert f"saved rip = {pcs[14][0]}" in moved[2], moved[2]
 
 
+# gdb: select each frame from the innermost up, and back down, describing each.
+WALK = ["frame 0", "info frame", *["up", "info frame"] * 60, "down", "info frame", "down"]
+
+
+def by_level(bt: str) -> dict[int, list[str]]:
+    """gdb bt's text for each frame number: the lines of a frame that inlined
+    others follow its numbered one, without a number."""
+    out: dict[int, list[str]] = {}
+    level = None
+    for line in bt.splitlines():
+        m = GDB_LINE.match(line)
+        if not m or not m.group("pc") and m.group("level") is None:
+            continue
+        if m.group("level") is not None:
+            level = int(m.group("level"))
+        if level is None:
+            continue
+        rest = m.group("rest")
+        out.setdefault(level, []).append(rest[:-3] if rest.endswith(" ()") else rest)
+    return out
+
+
+def hook_lines(out: str) -> list[str]:
+    """The JS frame names v8dbg adds under `frame`, `up` and `down` (indented
+    under gdb's frame line) or in `info frame` (` JavaScript: ...`)."""
+    lines = []
+    for line in out.splitlines():
+        if line.startswith(" JavaScript: "):
+            lines.append(line[len(" JavaScript: "):])
+        elif line.startswith("    ") and line.strip():
+            lines.append(line.strip())
+    return lines
+
+
+def check_walk(bt: str, outs: list[str]) -> None:
+    """`frame`, `up`, `down` and `info frame` on each frame in turn name a JS or
+    V8-internal frame as `bt` does (and so as jsstack does); a native one as gdb."""
+    want = by_level(bt)
+    seen: set[int] = set()
+    for cmd, out in zip(WALK, outs):
+        if "Initial frame selected" in out:
+            continue
+        if cmd == "info frame":
+            m = re.search(r"^Stack level (\d+),", out, re.M)
+        else:
+            m = re.match(r"^#(\d+)\s", out)
+        assert m, (cmd, out)
+        level = int(m.group(1))
+        seen.add(level)
+        names = want[level]
+        v8 = [n for n in names if LABEL.match(n) or n.startswith("<")]
+        got = hook_lines(out)
+        assert got == v8, (cmd, level, out, names)
+        if cmd != "info frame" and v8:
+            assert out.splitlines()[0].startswith(f"#{level} "), out
+    assert seen == set(want), (sorted(seen), sorted(want))
+    assert any(LABEL.match(n) for names in want.values() for n in names)
+
+
 def levels(debugger: str, text: str) -> dict[int, tuple[str, str]]:
     """(pc, the rest of the line) of each numbered frame line (the first, where
     an inlined frame repeats the number), pcs without leading zeros."""
@@ -146,8 +216,11 @@ def test_bt_on_live_process(debugger, version):
     """Attached while the process spins in JavaScript: frame 0 is JS itself."""
     with LiveNode(version, "stack.js", ("--allow-natives-syntax",)) as node:
         runner = run_gdb if debugger == "gdb" else run_lldb
-        bt, stack = runner(version, ["bt", "jsstack --json"], pid=node.pid)
+        walk = WALK if debugger == "gdb" else []
+        bt, stack, *moved = runner(version, ["bt", "jsstack --json", *walk], pid=node.pid)
         check(debugger, bt, stack, (node.dir / "expected-stack.txt").read_text())
+        if walk:
+            check_walk(bt, moved)
         time.sleep(0.5)
         assert node.alive()
 
@@ -176,3 +249,32 @@ def test_bt_without_v8(debugger, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_gdb_frame_hooks_keep_the_users_own(tmp_path):
+    """A `hookpost-up` the user defined before v8dbg loaded still runs with v8dbg's
+    JS names after it, and is all that is left of it with `v8dbg bt off`."""
+    version = VERSIONS[-1]
+    d = make_core(version, "stack.js", tier_flags(version, "turbofan"), {"V8DBG_TIER": "turbofan"})
+    script = tmp_path / "cmds.gdb"
+    script.write_text("\n".join([
+        "set pagination off", "set width 0",
+        "define hookpost-up", "echo mine\\n", "end",
+        f"source {ROOT}/plugins/gdb/v8dbg.py",
+        "bt", "echo @@on\\n", "frame 11", "up", "show user hookpost-up",
+        "v8dbg bt off", "echo @@off\\n", "up", "show user hookpost-up", ""]))
+    p = subprocess.run([GDB, "-nx", "-q", "-batch", "-x", str(script), str(node_binary(version)),
+                        str(d / "core")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+                       cwd=ROOT)
+    out = p.stdout
+    assert "Traceback" not in out and "Python Exception" not in out, out
+    bt, rest = out.split("@@on\n")
+    on, off = rest.split("@@off\n")
+    up = on[on.index("#12 "):]
+    want = [n for n in by_level(bt)[12] if LABEL.match(n) or n.startswith("<")]
+    assert want and hook_lines(up.split("mine\n")[0]) == want, (on, want)
+    assert "mine\n" in up and up.count("  echo mine") == 1, on
+    assert "mine\n" in off and not hook_lines(off.split("mine\n")[0]), off
+    body = off[off.index('User command "hookpost-up":'):].splitlines()[1:]
+    assert [line.strip() for line in body if line.strip()] == ["echo mine\\n"], off

@@ -1,11 +1,13 @@
 """A real program's cold path: TypeScript's checker, optimized, meets an input
 that runs our code deep inside checkFunctionOrMethodDeclaration, which marks
-the optimized code on the stack for deoptimization and aborts
-(tests/fixtures/tsc_cold.js). Every frame must be where V8's own
-Error().stack puts it, on every node line and front end, and `jscode` on the
-optimized checkFunctionOrMethodDeclaration frame shows its code with
-positions from typescript.js.
-"""
+the optimized code on the stack for deoptimization, checks one more file (so
+the marked functions get other code while their old code still runs below)
+and aborts (tests/fixtures/tsc_cold.js). That old code is found by its
+header, which on node 20 is not 32-byte aligned: it read "code object not
+found" there. Every frame must be where V8's own Error().stack puts it, on
+every node line and front end, and `jscode` on the optimized
+checkFunctionOrMethodDeclaration frame shows its code with positions from
+typescript.js."""
 
 from __future__ import annotations
 

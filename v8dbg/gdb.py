@@ -323,8 +323,9 @@ class _Bt(gdb.Command):
     """Whether gdb's own `bt` shows JavaScript frames: v8dbg bt on|off.
 
 With v8dbg loaded (on), gdb unwinds through V8's frames as jsstack does and
-`bt` names each JS frame `function (script:line:column) [tier]`; off removes
-v8dbg's unwinder and frame filter, leaving gdb's own backtrace."""
+`bt` names each JS frame `function (script:line:column) [tier]`, and `frame`,
+`up`, `down` and `info frame` name the selected one under gdb's line; off
+removes v8dbg's unwinder, frame filter and hooks, leaving gdb's own."""
 
     def __init__(self) -> None:
         super().__init__("v8dbg bt", gdb.COMMAND_STACK)

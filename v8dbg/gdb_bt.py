@@ -18,6 +18,7 @@ from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found]
 from gdb.unwinder import Unwinder, register_unwinder  # type: ignore[import-not-found]
 
 from .commands.btframes import BtFrames, frame_label
+from .stack.byframe import FrameAt
 from .inferior.backend import Registers
 
 NAME = "v8dbg"
@@ -136,17 +137,7 @@ class JsFrameFilter:
 
     def _named(self, dec) -> list:
         try:
-            frame = dec.inferior_frame()
-            pc = int(frame.pc())
-            sp, fp = int(frame.read_register("rsp")), int(frame.read_register("rbp"))
-            regs = _innermost()
-            if regs is None:
-                return [dec]
-            self.busy[0] = True
-            try:
-                at = self.frames.at(_tid(), regs, pc, sp, fp)
-            finally:
-                self.busy[0] = False
+            at = frames_at(self.frames, self.busy, dec.inferior_frame())
         except Exception:
             return [_named_native(dec)]
         if at is None or not at.v8:
@@ -158,20 +149,97 @@ class JsFrameFilter:
         return out or [dec]
 
 
+def frames_at(frames: BtFrames, busy: list[bool], frame) -> FrameAt | None:
+    """What jsstack decoded for one of gdb's frames (None: not the target's V8)."""
+    pc = int(frame.pc())
+    sp, fp = int(frame.read_register("rsp")), int(frame.read_register("rbp"))
+    regs = _innermost()
+    if regs is None:
+        return None
+    busy[0] = True
+    try:
+        return frames.at(_tid(), regs, pc, sp, fp)
+    finally:
+        busy[0] = False
+
+
+# gdb 13 applies frame filters to `bt` only; `frame`, `up`, `down` and `info
+# frame` print a JS frame as `??`. Their post-hooks (user-defined commands gdb
+# runs after a command) add the frame's JS names. A hook the user had already
+# defined keeps its body, and gets it back alone when v8dbg's bt is off.
+HOOKED = {"hookpost-frame": "frame", "frame hookpost-level": "frame",
+          "frame hookpost-address": "frame", "frame hookpost-pc": "frame",
+          "frame hookpost-function": "frame", "hookpost-up": "frame", "hookpost-down": "frame",
+          "info hookpost-frame": "info"}
+_CALL = 'python __import__("v8dbg.gdb_bt").gdb_bt.name_selected("{}")'
+_active: list[Hooks] = []
+
+
+def name_selected(how: str) -> None:
+    """Print the JS and V8-internal frames of gdb's selected frame, as `bt` names
+    them: under gdb's frame line (`frame`, `up`, `down`) or as `info frame`'s
+    ` JavaScript:` lines. Nothing for a native frame or while the target runs."""
+    if not _active or not _active[0].installed:
+        return
+    hooks = _active[0]
+    try:
+        at = frames_at(hooks.frames, hooks.busy, gdb.selected_frame())
+    except Exception:  # a hook that fails would print a Python error after gdb's own
+        return
+    if at is None or not at.v8:
+        return
+    for fr in at.frames:
+        label = frame_label(fr)
+        if label:
+            gdb.write(f" JavaScript: {label}\n" if how == "info" else f"    {label}\n")
+
+
+def _user_body(name: str) -> list[str]:
+    """The lines of user-defined command NAME (none when it is not defined)."""
+    try:
+        text = gdb.execute(f"show user {name}", to_string=True)
+    except gdb.error:
+        return []
+    lines = text.splitlines()
+    return [line[2:] if line.startswith("  ") else line for line in lines[1:]]
+
+
+def _define(name: str, body: list[str]) -> None:
+    """(Re)define user command NAME without gdb asking to confirm it."""
+    confirm = gdb.parameter("confirm")
+    gdb.execute("set confirm off", to_string=True)
+    try:
+        gdb.execute("\n".join([f"define {name}", *body, "end"]), to_string=True)
+    finally:
+        gdb.execute(f"set confirm {'on' if confirm else 'off'}", to_string=True)
+
+
 class Hooks:
-    """The unwinder and the frame filter, installed and removed together."""
+    """The unwinder, the frame filter and the frame-command hooks, installed
+    and removed together."""
 
     def __init__(self, frames: BtFrames) -> None:
-        busy = [False]
-        self.unwinder = JsUnwinder(frames, busy)
-        self.filter = JsFrameFilter(frames, busy)
+        self.busy = [False]
+        self.frames = frames
+        self.unwinder = JsUnwinder(frames, self.busy)
+        self.filter = JsFrameFilter(frames, self.busy)
         self.installed = False
+        self._users: dict[str, list[str]] = {}
+        _active[:] = [self]
 
     def install(self) -> None:
         if self.installed:
             return
         register_unwinder(None, self.unwinder, replace=True)
         gdb.frame_filters[NAME] = self.filter
+        for name, how in HOOKED.items():
+            call = _CALL.format(how)
+            body = [line for line in _user_body(name) if line.strip() != call]
+            self._users[name] = body
+            try:
+                _define(name, [call, *body])
+            except gdb.error:
+                pass  # this gdb cannot hook that command: bt still names the frames
         self.installed = True
 
     def remove(self) -> None:
@@ -179,5 +247,11 @@ class Hooks:
             return
         gdb.frame_unwinders[:] = [u for u in gdb.frame_unwinders if u is not self.unwinder]
         gdb.frame_filters.pop(NAME, None)
+        for name, body in self._users.items():
+            try:
+                _define(name, body)
+            except gdb.error:
+                pass
+        self._users.clear()
         gdb.invalidate_cached_frames()
         self.installed = False

@@ -105,6 +105,10 @@ class JitFrames:
         if not chain:
             fr.note = note
             return [fr]
+        if not self._within(sfi, chain[-1][1]):
+            # A pc sampled as a call enters the callee, before its frame is built.
+            fr.note = "the code at this pc is another function's"
+            return [fr]
         if note:
             fr.note = note
         out = []
@@ -114,3 +118,11 @@ class JitFrames:
             self.dec._place(g, script if outer else g.script_address, off)
             out.append(g)
         return out
+
+    def _within(self, sfi: int, offset: int) -> bool:
+        """The script offset lies in the function's own source (True when unknown)."""
+        try:
+            lo, hi = self.f.start_position(sfi), self.f.end_position(sfi)
+        except (DecodeError, TargetMemoryError, V8DbgError):
+            return True
+        return lo is None or hi is None or lo <= offset <= hi

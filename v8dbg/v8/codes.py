@@ -18,7 +18,10 @@ from .deopt import DeoptPoint, DeoptReader
 from .functions import iter_position_table
 
 SCAN_LIMIT = 1 << 20  # bytes searched back from a pc for its code header
-CODE_ALIGN = 32
+# V8 aligns a code object's first instruction, not its header: V8 11's
+# InstructionStream header is 16 bytes before a 64-byte aligned start, so
+# the search steps back a word at a time.
+SCAN_STEP = 8
 
 
 @dataclass
@@ -94,10 +97,11 @@ class Codes:
         return self.baseline <= kind <= self.baseline + 2
 
     def _scan_back(self, pc: int) -> CodeInfo | None:
-        """Walk back from pc, aligned, to the header of the object holding it."""
+        """Walk back from pc, word by word, to the header of the object holding it
+        (code the frame's function no longer runs: replaced since, or OSR code)."""
         h = self.h
         mem = self.prog.mem
-        addr = pc & ~(CODE_ALIGN - 1)
+        addr = pc & ~(SCAN_STEP - 1)
         lowest = max(pc - SCAN_LIMIT, 0)
         while addr >= lowest:
             try:
@@ -110,18 +114,17 @@ class Codes:
                 except (DecodeError, TargetMemoryError):
                     t = None
                 if t is not None and t in (self.t_istream, self.t_code):
-                    obj = addr + 1
-                    code = obj
-                    if t == self.t_istream:
-                        code = mem.u64(addr + 8)  # the InstructionStream's Code
                     try:
+                        code = addr + 1
+                        if t == self.t_istream:
+                            code = mem.u64(addr + 8)  # the InstructionStream's Code
                         if h.is_type(code, "CODE_TYPE"):
                             info = self._info(code)
                             if info.start <= pc < info.start + max(info.size, 0):
                                 return info
                     except (DecodeError, TargetMemoryError):
                         pass
-            addr -= CODE_ALIGN
+            addr -= SCAN_STEP
         return None
 
     def tier(self, kind: int) -> str:

@@ -584,6 +584,49 @@ for _key, _extra in _FAST_C_CALL.items():
     for _name, _value in _extra.items():
         VERSIONS[_key]["consts"].setdefault(_name, _value)
 
+
+# Async stack traces (V8's CaptureAsyncStackTrace). Objects whose fields the
+# metadata does not name, the same on every line: a suspended generator keeps
+# its bytecode offset (from the BytecodeArray's tagged address, as a frame's
+# offset slot) in input_or_debug_pos; an async function its promise, an async
+# generator its queue of requests (each with the promise of one next()) at +80.
+# A PromiseReaction: next, reject and fulfill handlers, then the promise or
+# capability it settles; a PromiseCapability: its promise first. An await
+# closure's context holds the generator in its extension slot (2); a promise
+# combinator's element closure the capability of its result in slot 3; the
+# resolve function of a capability its promise in slot 2. Checked in cores of
+# every supported line.
+COMMON["fields"].update({
+    ("JSGeneratorObject", "input_or_debug_pos"): 48,
+    ("JSAsyncFunctionObject", "promise"): 80,
+    ("JSAsyncGeneratorObject", "queue"): 80,
+    ("AsyncGeneratorRequest", "promise"): 32,
+    ("PromiseReaction", "next"): 8,
+    ("PromiseReaction", "reject_handler"): 16,
+    ("PromiseReaction", "fulfill_handler"): 24,
+    ("PromiseReaction", "promise_or_capability"): 32,
+    ("PromiseCapability", "promise"): 8,
+    ("PromiseReactionJobTask", "handler"): 24,
+    ("PromiseReactionJobTask", "promise_or_capability"): 32,
+})
+COMMON["consts"].update(AwaitContextGeneratorSlot=2, CombinatorCapabilitySlot=3,
+                        CapabilityResolvePromiseSlot=2)
+# The microtask V8 runs now (the current_microtask root, undefined between
+# microtasks): its offset from the Isolate, in the roots table at the start of
+# IsolateData. From 12.4 every microtask and promise reaction starts with the
+# continuation-preserved embedder data, which moves their other fields one word on.
+# Found in cores of a crash inside a microtask of each pinned release (the one
+# word of the Isolate that points at the running PromiseReactionJobTask).
+_ASYNC: dict[tuple[int, int], tuple[int, int]] = {
+    (10, 2): (6440, 0), (11, 3): (7008, 0), (12, 4): (7344, 8), (13, 6): (9600, 8),
+    (14, 6): (9792, 8),
+}
+for _key, (_slot, _shift) in _ASYNC.items():
+    VERSIONS[_key]["consts"].setdefault("IsolateCurrentMicrotask", _slot)
+    for _k in [k for k in COMMON["fields"] if k[0] in ("PromiseReactionJobTask", "PromiseReaction")]:
+        if _shift:
+            VERSIONS[_key]["fields"].setdefault(_k, COMMON["fields"][_k] + _shift)
+
 SUPPORTED = sorted(VERSIONS)
 
 

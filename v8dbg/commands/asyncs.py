@@ -31,7 +31,8 @@ def _where_text(f: AsyncFrame) -> str:
 
 
 @command("jsasync", "suspended async functions and their await chains",
-         "List every suspended async function and async generator in the heap: where "
+         "List every suspended async function and async generator in the heap "
+         "(reachable or not: no garbage is told apart yet): where "
          "it awaits (script:line:column of the await), what it awaits, and who awaits "
          "it; then the await chains, innermost function first as V8 prints `at async` "
          "frames, equal chains counted together (most numerous first).")

@@ -164,7 +164,9 @@ def exception_text(value: dict, verbose: bool) -> list[str]:
          "and execution tier. When the thread's isolate holds an exception (one it "
          "is unwinding with, or the uncaught one --abort-on-uncaught-exception "
          "aborted on), an `exception:` line names it first (with -v, also the "
-         "frames V8 captured for it).")
+         "frames V8 captured for it). When the thread runs a microtask that resumed "
+         "an async function (or settles a promise), the `at async` frames V8's own "
+         "Error().stack would print follow the machine frames.")
 def _jsstack(p: argparse.ArgumentParser):
     p.add_argument("-v", action="store_true",
                    help="show this and each argument, and the exception's captured frames")

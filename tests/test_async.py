@@ -14,8 +14,13 @@ resolves in known numbers; each function recorded the line of its await
 resume recorded V8's own `at async` frames for the outer awaits. jsasync must
 place each function at its await and count the chains exactly.
 
-Cores: 3 crash modes + 1 waiting fixture per line (20 in all), each front end
-run once per core with every command.
+(c) The release sweep (first, middle, last release of every line 18-26):
+the Promise.all crash's async frames through the CLI, as V8 printed them;
+node's patches move the current-microtask root within a line.
+
+Cores: 3 crash modes + 1 waiting fixture per pinned line (20), each front end
+run once per core with every command; one crash core per sweep release (22
+more).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import re
 
 import pytest
 
-from support import FRONTENDS, VERSIONS, json_line, make_core, read_json, run, validate_output
+from support import (FRONTENDS, SWEEP, VERSIONS, fetch_node, json_line, make_core, read_json, run,
+                     run_cli, validate_output)
 
 MODES = ["all", "settled", "any"]
 STACK = ["jsstack", "jsstack --json"]
@@ -154,3 +160,14 @@ def test_jsasync_waiting_chains(version, frontend, cores):
     assert counted and counted[0] == head, text[:2000]
     assert len(counted) == len(groups), counted
     assert "reachable or not" in text
+
+
+@pytest.mark.parametrize("version", SWEEP)
+def test_sweep_async_frames(version):
+    fetch_node(version)
+    d = make_core(version, "async_crash.js", (), {"V8DBG_ASYNC": "all"})
+    want = v8_async_frames((d / "expected-stack.txt").read_text())
+    doc = json_line(run_cli(version, d / "core", ["jsstack --json"])[0], "jsstack")
+    got = [f for f in doc["frames"] if f.get("async")]
+    assert [{k: f.get(k) for k in w} for f, w in zip(got, want)] == want and \
+        len(got) == len(want) == 4, (got, want)

@@ -248,15 +248,35 @@ class AsyncWalker:
             promise = self.capability_promise(h.field(r, "PromiseReaction", "promise_or_capability"))
         return out
 
+    def current_microtask(self, isolate: int) -> int | None:
+        """The isolate's current_microtask root: the first of the line's
+        offsets whose neighbours are the roots V8 puts around it (undefined,
+        then three lists, the last the message listeners), holding undefined
+        or a microtask. None when no offset fits."""
+        from ..v8.layouts import current_microtask_slots
+        h, mem = self.h, self.h.mem
+        lists = ("FIXED_ARRAY_TYPE", "ARRAY_LIST_TYPE")
+        for off in current_microtask_slots(self.md):
+            try:
+                words = [mem.u64(isolate + off + 8 * k) for k in range(-4, 1)]
+                if h.oddball_name(words[0]) != "undefined" or not all(
+                        h.is_heap(w) and h.is_type(w, *lists) for w in words[1:4]):
+                    continue
+                task = words[4]
+                if h.is_heap(task) and (h.oddball_name(task) == "undefined" or h.type_name(
+                        h.instance_type(task)).endswith("_TASK_TYPE")):
+                    return task
+            except (DecodeError, TargetMemoryError, V8DbgError):
+                continue
+        return None
+
     def current(self, isolate: int) -> AsyncStack:
         """The async frames of the microtask the isolate runs now."""
-        h, md = self.h, self.md
-        if "IsolateCurrentMicrotask" not in md.consts:
-            return AsyncStack([], note="async frames: where this V8 keeps its current "
-                                       "microtask is not known to v8dbg")
-        task = h.mem.u64(isolate + md.const("IsolateCurrentMicrotask"))
-        if not h.is_heap(task):
-            return AsyncStack([])
+        h = self.h
+        task = self.current_microtask(isolate)
+        if task is None:
+            return AsyncStack([], note="async frames: this node's current microtask could "
+                                       "not be found (a release v8dbg has not measured)")
         if not h.is_type(task, "PROMISE_FULFILL_REACTION_JOB_TASK_TYPE",
                          "PROMISE_REJECT_REACTION_JOB_TASK_TYPE"):
             return AsyncStack([])

@@ -613,19 +613,43 @@ COMMON["consts"].update(AwaitContextGeneratorSlot=2, CombinatorCapabilitySlot=3,
                         CapabilityResolvePromiseSlot=2)
 # The microtask V8 runs now (the current_microtask root, undefined between
 # microtasks): its offset from the Isolate, in the roots table at the start of
-# IsolateData. From 12.4 every microtask and promise reaction starts with the
-# continuation-preserved embedder data, which moves their other fields one word on.
-# Found in cores of a crash inside a microtask of each pinned release (the one
-# word of the Isolate that points at the running PromiseReactionJobTask).
-_ASYNC: dict[tuple[int, int], tuple[int, int]] = {
-    (10, 2): (6440, 0), (11, 3): (7008, 0), (12, 4): (7344, 8), (13, 6): (9600, 8),
-    (14, 6): (9792, 8),
+# IsolateData. Node's patches add roots within a line (18.15 and 18.20 differ
+# by a word), so, as for the thread state below, each line lists the offsets
+# measured per release, keyed (build, patch, node patch number); a release
+# tries its own first, then the line's others, each checked by the roots
+# around it (see stack/asyncframes.py). Found in cores of a crash inside a
+# microtask of the first, a middle and the last release of every line 18-26
+# (the one word of the Isolate pointing at the running PromiseReactionJobTask).
+_CURRENT_MICROTASK: dict[tuple[int, int], list[tuple[tuple[int, int, int], int]]] = {
+    (10, 1): [((124, 8, 13), 6408)],
+    (10, 2): [((154, 26, 25), 6432), ((154, 26, 39), 6440)],  # 18.15.0, 18.20.8
+    (10, 7): [((193, 13, 16), 6512)],
+    (10, 8): [((168, 25, 11), 6624)],
+    (11, 3): [((244, 4, 3), 7000), ((244, 8, 20), 7008)],  # 20.0.0, 20.13.0-20.20.2
+    (11, 8): [((172, 13, 12), 7192)],
+    (12, 4): [((254, 14, 10), 7344)],  # 22.0.0-22.23.3
+    (12, 9): [((202, 26, 10), 7432)],
+    (13, 6): [((233, 8, 10), 9600)],  # 24.0.0-24.21.0
+    (14, 1): [((146, 11, 10), 9704)],
+    (14, 6): [((202, 33, 19), 9792)],  # 26.0.0-26.10.0
 }
-for _key, (_slot, _shift) in _ASYNC.items():
-    VERSIONS[_key]["consts"].setdefault("IsolateCurrentMicrotask", _slot)
+# From 12.4 every microtask and promise reaction starts with the
+# continuation-preserved embedder data, which moves their other fields one word on.
+for _key in [k for k in VERSIONS if k >= (12, 4)]:
     for _k in [k for k in COMMON["fields"] if k[0] in ("PromiseReactionJobTask", "PromiseReaction")]:
-        if _shift:
-            VERSIONS[_key]["fields"].setdefault(_k, COMMON["fields"][_k] + _shift)
+        VERSIONS[_key]["fields"].setdefault(_k, COMMON["fields"][_k] + 8)
+
+
+def current_microtask_slots(md: Any) -> list[int]:
+    """Where the release's Isolate may keep its current microtask: its own
+    line's offset measured at or before it first, then the line's others."""
+    line = _CURRENT_MICROTASK.get((md.v8_version[0], md.v8_version[1]))
+    if line is None:
+        return []
+    own = _release_key(md)
+    at = [slot for k, slot in line if k <= own]
+    first = at[-1] if at else line[0][1]
+    return [first] + [slot for _, slot in reversed(line) if slot != first]
 
 SUPPORTED = sorted(VERSIONS)
 

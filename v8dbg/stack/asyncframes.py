@@ -16,6 +16,7 @@ function's promise, gives the chain `jsasync` shows for it.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 MAX_ASYNC_FRAMES = 256  # a chain longer than this is cut, and said so
 MAX_REACTIONS = 4096  # reactions read off one promise (jsasync's awaiters)
+MICROTASK_SEARCH_BYTES = 16 << 10  # of the Isolate, searched for an unmeasured release
 
 # The closures V8 makes for `await` (the handler a reaction job resumes an
 # async function or async generator with).
@@ -249,25 +251,47 @@ class AsyncWalker:
         return out
 
     def current_microtask(self, isolate: int) -> int | None:
-        """The isolate's current_microtask root: the first of the line's
-        offsets whose neighbours are the roots V8 puts around it (undefined,
-        then three lists, the last the message listeners), holding undefined
-        or a microtask. None when no offset fits."""
+        """The isolate's current_microtask root: the first of the release's
+        measured offsets whose neighbours are the roots V8 puts around it,
+        else the one place in the Isolate's first words that fits (a release
+        not measured). None when none does."""
         from ..v8.layouts import current_microtask_slots
+        for off in current_microtask_slots(self.md):
+            got = self._root_at(isolate, off)
+            if got is not None:
+                return got
+        try:
+            data = self.h.mem.read(isolate, MICROTASK_SEARCH_BYTES)
+        except TargetMemoryError:
+            return None
+        words = struct.unpack(f"<{len(data) // 8}Q", data)
+        fits = []
+        for i in range(4, len(words)):
+            if all(words[i - k] & 3 == 1 for k in range(1, 5)) and words[i] & 3 == 1:
+                got = self._root_at(isolate, 8 * i)
+                if got is not None:
+                    fits.append(got)
+                    if len(fits) > 1:
+                        return None
+        return fits[0] if fits else None
+
+    def _root_at(self, isolate: int, off: int) -> int | None:
+        """The word at isolate+off if it sits where current_microtask does
+        among the roots: after undefined and three lists (the last the message
+        listeners), and holding undefined or a microtask."""
         h, mem = self.h, self.h.mem
         lists = ("FIXED_ARRAY_TYPE", "ARRAY_LIST_TYPE")
-        for off in current_microtask_slots(self.md):
-            try:
-                words = [mem.u64(isolate + off + 8 * k) for k in range(-4, 1)]
-                if h.oddball_name(words[0]) != "undefined" or not all(
-                        h.is_heap(w) and h.is_type(w, *lists) for w in words[1:4]):
-                    continue
-                task = words[4]
-                if h.is_heap(task) and (h.oddball_name(task) == "undefined" or h.type_name(
-                        h.instance_type(task)).endswith("_TASK_TYPE")):
-                    return task
-            except (DecodeError, TargetMemoryError, V8DbgError):
-                continue
+        try:
+            words = [mem.u64(isolate + off + 8 * k) for k in range(-4, 1)]
+            if h.oddball_name(words[0]) != "undefined" or not all(
+                    h.is_heap(w) and h.is_type(w, *lists) for w in words[1:4]):
+                return None
+            task = words[4]
+            if h.is_heap(task) and (h.oddball_name(task) == "undefined" or h.type_name(
+                    h.instance_type(task)).endswith("_TASK_TYPE")):
+                return task
+        except (DecodeError, TargetMemoryError, V8DbgError):
+            pass
         return None
 
     def current(self, isolate: int) -> AsyncStack:
@@ -275,8 +299,8 @@ class AsyncWalker:
         h = self.h
         task = self.current_microtask(isolate)
         if task is None:
-            return AsyncStack([], note="async frames: this node's current microtask could "
-                                       "not be found (a release v8dbg has not measured)")
+            return AsyncStack([], note="async frames: where this node keeps its current "
+                                       "microtask could not be found; none are shown")
         if not h.is_type(task, "PROMISE_FULFILL_REACTION_JOB_TASK_TYPE",
                          "PROMISE_REJECT_REACTION_JOB_TASK_TYPE"):
             return AsyncStack([])

@@ -49,8 +49,15 @@ def _jsasync(p: argparse.ArgumentParser):
         ac = suspended(prog, iso.heap)
         vals = prog.values
 
+        previews: dict[int, dict] = {}
+
         def awaits(s: Suspended) -> dict | None:
-            return None if s.awaits is None else preview.summarize(vals, s.awaits)
+            """What it awaits, in short (each promise summarized once)."""
+            if s.awaits is None:
+                return None
+            if s.awaits not in previews:
+                previews[s.awaits] = preview.summarize(vals, s.awaits)
+            return previews[s.awaits]
 
         fns = []
         for s in ac.functions:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
-from ..stack.asyncframes import MAX_REACTIONS, AsyncFrame, AsyncWalker
+from ..stack.asyncframes import MAX_ASYNC_FRAMES, MAX_REACTIONS, AsyncFrame, AsyncWalker
 from . import census
 
 if TYPE_CHECKING:
@@ -109,6 +109,7 @@ def suspended(prog: Program, heap: int) -> AsyncCensus:
             by_promise.setdefault(s.awaits, []).append(s.frame.generator)
     inner: set[int] = set()
     cut = 0
+    after: dict[int, tuple[list[AsyncFrame], bool]] = {}  # a promise's frames on, once
     for i, s in enumerate(found):
         if i & 0xff == 0:
             check_interrupted()
@@ -117,13 +118,12 @@ def suspended(prog: Program, heap: int) -> AsyncCensus:
         try:
             p = w.generator_promise(g)
             s.awaited_by = sorted(by_promise.get(p, [])) if p is not None else []
-            rest = w.from_promise(p)
+            rest, s.chain_cut = _frames_after(w, p, after)
         except (DecodeError, TargetMemoryError, V8DbgError):
-            rest = None
-        s.chain = [s.frame] + (rest.frames if rest else [])
-        s.chain_cut = bool(rest and rest.cut)
+            rest = []
+        s.chain = [s.frame] + rest
         cut += s.chain_cut
-        inner.update(f.generator for f in s.chain[1:] if f.generator is not None)
+        inner.update(f.generator for f in rest if f.generator is not None)
     chains = [s.chain for s in found if s.frame.generator not in inner]
     counted: dict[tuple, list] = {}
     for ch in chains:
@@ -135,3 +135,29 @@ def suspended(prog: Program, heap: int) -> AsyncCensus:
     groups = sorted(((n, ch) for n, ch in counted.values()),
                     key=lambda g: (-g[0], [f.function for f in reversed(g[1])]))
     return AsyncCensus(found, chains, groups, total, undecodable, cut)
+
+
+def _frames_after(w: AsyncWalker, promise: int | None,
+                  after: dict[int, tuple[list[AsyncFrame], bool]]) -> tuple[list[AsyncFrame], bool]:
+    """V8's async frames from a promise on (and whether the cap cut them),
+    each promise on the way walked once for all the chains through it."""
+    path: list[tuple[int, AsyncFrame | None]] = []
+    on_path: set[int] = set()
+    p = promise
+    cut = False
+    while p is not None and p not in after and p not in on_path:
+        if len(path) >= MAX_ASYNC_FRAMES:
+            cut = True
+            break
+        on_path.add(p)
+        frame, nxt = w.step(p)
+        path.append((p, frame))
+        p = nxt
+    tail, tail_cut = after.get(p, ([], False)) if p is not None else ([], False)
+    cut = cut or tail_cut
+    for q, frame in reversed(path):
+        tail = ([frame] if frame is not None else []) + tail
+        if len(tail) > MAX_ASYNC_FRAMES:
+            tail, cut = tail[:MAX_ASYNC_FRAMES], True
+        after[q] = (tail, cut)
+    return tail, cut

@@ -90,6 +90,12 @@ class AsyncWalker:
         self.f = prog.functions
         self.md = prog.md
         self.names = builtin_names(prog)
+        # What many suspended functions share, read once (jsasync walks thousands).
+        self._frames: dict[int, AsyncFrame] = {}
+        self._builtins: dict[int, str | None] = {}
+        self._display: dict[tuple[int, int], str] = {}
+        self._places: dict[tuple[int, int], tuple[str | None, int | None, int | None]] = {}
+        self._awaits: dict[int, int | None] = {}  # await closure -> its generator
 
     # -- small readers ----------------------------------------------------
 
@@ -98,11 +104,12 @@ class AsyncWalker:
         h = self.h
         if not h.is_heap(fn) or not self.f.is_function(fn) or self.names is None:
             return None
-        data = self.f.function_data(self.f.shared(fn))
-        if not h.is_smi(data):
-            return None
-        i = h.smi(data)
-        return self.names[i] if 0 <= i < len(self.names) else None
+        sfi = self.f.shared(fn)
+        if sfi not in self._builtins:
+            data = self.f.function_data(sfi)
+            i = h.smi(data) if h.is_smi(data) else -1
+            self._builtins[sfi] = self.names[i] if 0 <= i < len(self.names) else None
+        return self._builtins[sfi]
 
     def slot(self, ctx: int, i: int) -> int:
         """Slot i of a context (laid out as a FixedArray)."""
@@ -119,13 +126,17 @@ class AsyncWalker:
 
     def await_generator(self, handler: int) -> int | None:
         """The generator an await closure resumes (its context's extension)."""
-        if self.builtin(handler) not in AWAIT_FULFILL + AWAIT_REJECT:
-            return None
-        gen = self.slot(self.context_of(handler), self.md.const("AwaitContextGeneratorSlot"))
-        if self.h.is_heap(gen) and self.h.is_type(gen, "JS_ASYNC_FUNCTION_OBJECT_TYPE",
-                                                   "JS_ASYNC_GENERATOR_OBJECT_TYPE"):
-            return gen
-        return None
+        if handler in self._awaits:
+            return self._awaits[handler]
+        gen: int | None = None
+        if self.builtin(handler) in AWAIT_FULFILL + AWAIT_REJECT:
+            gen = self.slot(self.context_of(handler), self.md.const("AwaitContextGeneratorSlot"))
+            if not (self.h.is_heap(gen) and self.h.is_type(gen, "JS_ASYNC_FUNCTION_OBJECT_TYPE",
+                                                            "JS_ASYNC_GENERATOR_OBJECT_TYPE")):
+                gen = None
+        if len(self._awaits) < 1 << 20:
+            self._awaits[handler] = gen
+        return gen
 
     def generator_promise(self, gen: int) -> int | None:
         """The promise an async function settles, or that of the request an
@@ -161,25 +172,43 @@ class AsyncWalker:
     def generator_frame(self, gen: int) -> AsyncFrame:
         """A suspended async function at its await: the generator's bytecode
         offset placed by the function's source positions."""
+        got = self._frames.get(gen)
+        if got is not None:
+            return got
         h, f = self.h, self.f
         fn = h.field(gen, "JSGeneratorObject", "function")
         sfi = f.shared(fn)
         receiver = h.field(gen, "JSGeneratorObject", "receiver")
-        frame = AsyncFrame(self._name(fn, sfi, receiver), generator=gen, function_address=fn)
+        # A method's name depends on its receiver's constructor: keyed by its map.
+        rkey = h.map_of(receiver) if h.is_heap(receiver) else receiver
+        name = self._display.get((fn, rkey))
+        if name is None:
+            name = self._display[(fn, rkey)] = self._name(fn, sfi, receiver)
+        raw = h.field(gen, "JSGeneratorObject", "input_or_debug_pos")
+        offset = h.smi(raw) - (self.md.off("BytecodeArray", "data") - 1) if h.is_smi(raw) else -1
+        place = self._places.get((sfi, offset))
+        if place is None:
+            place = self._places[(sfi, offset)] = self._place(sfi, offset)
+        frame = AsyncFrame(name, *place, generator=gen, function_address=fn)
+        if len(self._frames) < 1 << 20:
+            self._frames[gen] = frame
+        return frame
+
+    def _place(self, sfi: int, offset: int) -> tuple[str | None, int | None, int | None]:
+        """Script name, line and column of a bytecode offset of a function."""
+        f = self.f
         script = f.script(sfi)
         if script is None:
-            return frame
-        frame.script = f.script_name(script)
-        raw = h.field(gen, "JSGeneratorObject", "input_or_debug_pos")
+            return (None, None, None)
+        name = f.script_name(script)
         bc = f.bytecode_array(sfi)
-        if bc is None or not h.is_smi(raw):
-            return frame
-        offset = h.smi(raw) - (self.md.off("BytecodeArray", "data") - 1)
+        if bc is None or offset < 0:
+            return (name, None, None)
         pos = f.bytecode_position(bc, offset)
-        if pos is not None:
-            lc = f.position_to_line_col(script, pos)
-            frame.line, frame.column = lc.line, lc.column
-        return frame
+        if pos is None:
+            return (name, None, None)
+        lc = f.position_to_line_col(script, pos)
+        return (name, lc.line, lc.column)
 
     def _name(self, fn: int, sfi: int, receiver: int) -> str:
         """The name V8 prints: a method call's (the receiver an object other
@@ -206,48 +235,50 @@ class AsyncWalker:
             if self.md.has("JSReceiver", "raw_properties_or_hash") else self.h.mem.u64(fn - 1 + 8)
         return self.h.smi(v) - 1 if self.h.is_smi(v) else None
 
+    def step(self, promise: int) -> tuple[AsyncFrame | None, int | None]:
+        """One step of V8's walk from a promise: the frame it adds (if any)
+        and the promise it goes on from (None: the chain ends here)."""
+        h = self.h
+        if not self.is_pending(promise):
+            return None, None
+        reactions = self.reactions(promise, 2)
+        if len(reactions) != 1:
+            return None, None
+        r = reactions[0]
+        fulfill = h.field(r, "PromiseReaction", "fulfill_handler")
+        reject = h.field(r, "PromiseReaction", "reject_handler")
+        if self._awaits.get(fulfill) is not None or self.builtin(fulfill) in AWAIT_FULFILL:
+            gen = self.await_generator(fulfill)
+            if gen is not None:
+                return self.generator_frame(gen), self.generator_promise(gen)
+        fb, rb = self.builtin(fulfill), self.builtin(reject)
+        for element_builtin, (which, name) in COMBINATORS.items():
+            if (fb if which == "fulfill" else rb) != element_builtin:
+                continue
+            element = fulfill if which == "fulfill" else reject
+            frame = AsyncFrame(name, index=self._element_index(element))
+            ctx = self.context_of(element)
+            if h.is_type(ctx, "NATIVE_CONTEXT_TYPE"):
+                return frame, None  # the element was settled: its context is gone
+            return frame, self.capability_promise(
+                self.slot(ctx, self.md.const("CombinatorCapabilitySlot")))
+        if fb == "PromiseCapabilityDefaultResolve":
+            p = self.slot(self.context_of(fulfill), self.md.const("CapabilityResolvePromiseSlot"))
+            return None, (p if h.is_heap(p) and h.is_type(p, "JS_PROMISE_TYPE") else None)
+        return None, self.capability_promise(h.field(r, "PromiseReaction", "promise_or_capability"))
+
     def from_promise(self, promise: int | None, limit: int = MAX_ASYNC_FRAMES) -> AsyncStack:
         """The async frames from a promise on, as V8 walks them."""
-        h = self.h
         out = AsyncStack([])
         seen: set[int] = set()
-        while promise is not None:
-            if len(out.frames) >= limit:
+        while promise is not None and promise not in seen:
+            if len(seen) >= limit:
                 out.cut = True
                 break
-            if promise in seen:
-                break
             seen.add(promise)
-            if not self.is_pending(promise):
-                break
-            reactions = self.reactions(promise, 2)
-            if len(reactions) != 1:
-                break
-            r = reactions[0]
-            fulfill = h.field(r, "PromiseReaction", "fulfill_handler")
-            reject = h.field(r, "PromiseReaction", "reject_handler")
-            gen = self.await_generator(fulfill) if self.builtin(fulfill) in AWAIT_FULFILL else None
-            if gen is not None:
-                out.frames.append(self.generator_frame(gen))
-                promise = self.generator_promise(gen)
-                continue
-            fb, rb = self.builtin(fulfill), self.builtin(reject)
-            combo = next(((k, v) for k, v in COMBINATORS.items()
-                          if (fb if v[0] == "fulfill" else rb) == k), None)
-            if combo is not None:
-                element = fulfill if combo[1][0] == "fulfill" else reject
-                out.frames.append(AsyncFrame(combo[1][1], index=self._element_index(element)))
-                ctx = self.context_of(element)
-                if h.is_type(ctx, "NATIVE_CONTEXT_TYPE"):
-                    break  # the element was settled: its context is gone
-                promise = self.capability_promise(
-                    self.slot(ctx, self.md.const("CombinatorCapabilitySlot")))
-                continue
-            if fb == "PromiseCapabilityDefaultResolve":
-                p = self.slot(self.context_of(fulfill), self.md.const("CapabilityResolvePromiseSlot"))
-                promise = p if h.is_heap(p) and h.is_type(p, "JS_PROMISE_TYPE") else None
-                continue
-            promise = self.capability_promise(h.field(r, "PromiseReaction", "promise_or_capability"))
+            frame, promise = self.step(promise)
+            if frame is not None:
+                out.frames.append(frame)
         return out
 
     def current_microtask(self, isolate: int) -> int | None:

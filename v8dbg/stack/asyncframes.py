@@ -255,6 +255,8 @@ class AsyncWalker:
         for element_builtin, (which, name) in COMBINATORS.items():
             if (fb if which == "fulfill" else rb) != element_builtin:
                 continue
+            if name == "Promise.allSettled" and not self.md.const("AsyncTraceAllSettled"):
+                break  # this V8 goes on from the reaction's own promise (none)
             element = fulfill if which == "fulfill" else reject
             frame = AsyncFrame(name, index=self._element_index(element))
             ctx = self.context_of(element)

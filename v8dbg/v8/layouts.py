@@ -610,7 +610,10 @@ COMMON["fields"].update({
     ("PromiseReactionJobTask", "promise_or_capability"): 32,
 })
 COMMON["consts"].update(AwaitContextGeneratorSlot=2, CombinatorCapabilitySlot=3,
-                        CapabilityResolvePromiseSlot=2)
+                        CapabilityResolvePromiseSlot=2, AsyncTraceAllSettled=1)
+# V8 10.1 (node 18.0-18.2) does not follow Promise.allSettled's element
+# closures: its async stack traces end there (checked in a core of 18.0.0).
+VERSIONS[(10, 1)]["consts"]["AsyncTraceAllSettled"] = 0
 # The microtask V8 runs now (the current_microtask root, undefined between
 # microtasks): its offset from the Isolate, in the roots table at the start of
 # IsolateData. Node's patches add roots within a line (18.15 and 18.20 differ

@@ -654,6 +654,7 @@ def current_microtask_slots(md: Any) -> list[int]:
     first = at[-1] if at else line[0][1]
     return [first] + [slot for _, slot in reversed(line) if slot != first]
 
+
 SUPPORTED = sorted(VERSIONS)
 
 

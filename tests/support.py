@@ -455,7 +455,7 @@ _validators: dict[str, object] = {}
 # Which $defs entry a document is, by the keys that only that command's output has.
 _KINDS = [("type", "jsprint"), ("frames", "jsstack"), ("threads", "jsstack"),
           ("groups", "findjsobjects"), ("variables", "jsclosure"),
-          ("functions", "jsfunctions"), ("instances", "findjsinstances"),
+          ("chains", "jsasync"), ("functions", "jsfunctions"), ("instances", "findjsinstances"),
           ("refs", "findjsrefs"), ("node_version", "nodeinfo"), ("isolates", "jsisolates"),
           ("source", "jssource"), ("constructor", "jsconstructor"), ("buckets", "triage"),
           ("resources", "jshandles")]

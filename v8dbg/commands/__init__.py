@@ -11,7 +11,7 @@ from .base import COMMANDS, Command, Result, Session
 
 def load_all() -> dict[str, Command]:
     """Import every module that declares commands; returns them by name."""
-    from . import code, handles, heap, stack, values  # noqa: F401
+    from . import asyncs, code, handles, heap, stack, values  # noqa: F401
     return COMMANDS
 
 

@@ -8,6 +8,7 @@ from .. import errors
 from ..errors import V8DbgError
 from ..program import Program
 from ..stack import exception, segments
+from ..stack.asyncframes import async_frames
 from ..stack.frames import Frame, StackDecoder
 from ..inferior.backend import ThreadInfo
 from ..v8.metadata import warn_once
@@ -122,6 +123,24 @@ def frame_text(fj: dict, verbose: bool) -> str:
     return line
 
 
+def _async_frames(prog: Program, thread: ThreadInfo, first: int,
+                  room: int | None) -> list[tuple[dict, str]]:
+    """The `at async` frames V8 would add after the thread's machine frames
+    (as JSON and text, numbered on from `first` in the text only)."""
+    top = segments.top_for(prog, thread.regs) if thread.regs is not None else None
+    if top is None:
+        return []
+    st = async_frames(prog, top.isolate)
+    if st.note:
+        warn_once(st.note)
+    if st.cut:
+        warn_once(f"jsstack: the async chain is longer than {len(st.frames)} frames; "
+                  "the rest is not shown")
+    frames = st.frames if room is None else st.frames[:room]
+    return [(af.to_json(), f"#{first + i:<3} {'<async>':>18} {af.text()[len('async '):]}")
+            for i, af in enumerate(frames)]
+
+
 def exception_text(value: dict, verbose: bool) -> list[str]:
     """`exception: TypeError: message`; with -v also the stack V8 captured."""
     if value.get("type") != "error":
@@ -145,7 +164,9 @@ def exception_text(value: dict, verbose: bool) -> list[str]:
          "and execution tier. When the thread's isolate holds an exception (one it "
          "is unwinding with, or the uncaught one --abort-on-uncaught-exception "
          "aborted on), an `exception:` line names it first (with -v, also the "
-         "frames V8 captured for it).")
+         "frames V8 captured for it). When the thread runs a microtask that resumed "
+         "an async function (or settles a promise), the `at async` frames V8's own "
+         "Error().stack would print follow the machine frames.")
 def _jsstack(p: argparse.ArgumentParser):
     p.add_argument("-v", action="store_true",
                    help="show this and each argument, and the exception's captured frames")
@@ -177,8 +198,14 @@ def _jsstack(p: argparse.ArgumentParser):
             if thrown is not None:
                 data["exception"] = prog.values.decode(thrown.value, 1)
                 lines += exception_text(data["exception"], args.v)
+        texts = [frame_text(fj, args.v) for fj in fjs]
+        if thread.regs is not None and (args.n is None or len(fjs) < args.n):
+            for fj, tx in _async_frames(prog, thread, fjs[-1]["index"] + 1 if fjs else 0,
+                                        None if args.n is None else args.n - len(fjs)):
+                fjs.append(fj)
+                texts.append(tx)
         data["frames"] = fjs
-        return data, "\n".join(lines + [frame_text(fj, args.v) for fj in fjs])
+        return data, "\n".join(lines + texts)
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         if args.n is not None and args.n < 0:

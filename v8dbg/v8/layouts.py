@@ -584,6 +584,77 @@ for _key, _extra in _FAST_C_CALL.items():
     for _name, _value in _extra.items():
         VERSIONS[_key]["consts"].setdefault(_name, _value)
 
+
+# Async stack traces (V8's CaptureAsyncStackTrace). Objects whose fields the
+# metadata does not name, the same on every line: a suspended generator keeps
+# its bytecode offset (from the BytecodeArray's tagged address, as a frame's
+# offset slot) in input_or_debug_pos; an async function its promise, an async
+# generator its queue of requests (each with the promise of one next()) at +80.
+# A PromiseReaction: next, reject and fulfill handlers, then the promise or
+# capability it settles; a PromiseCapability: its promise first. An await
+# closure's context holds the generator in its extension slot (2); a promise
+# combinator's element closure the capability of its result in slot 3; the
+# resolve function of a capability its promise in slot 2. Checked in cores of
+# every supported line.
+COMMON["fields"].update({
+    ("JSGeneratorObject", "input_or_debug_pos"): 48,
+    ("JSAsyncFunctionObject", "promise"): 80,
+    ("JSAsyncGeneratorObject", "queue"): 80,
+    ("AsyncGeneratorRequest", "promise"): 32,
+    ("PromiseReaction", "next"): 8,
+    ("PromiseReaction", "reject_handler"): 16,
+    ("PromiseReaction", "fulfill_handler"): 24,
+    ("PromiseReaction", "promise_or_capability"): 32,
+    ("PromiseCapability", "promise"): 8,
+    ("PromiseReactionJobTask", "handler"): 24,
+    ("PromiseReactionJobTask", "promise_or_capability"): 32,
+})
+COMMON["consts"].update(AwaitContextGeneratorSlot=2, CombinatorCapabilitySlot=3,
+                        CapabilityResolvePromiseSlot=2, AsyncTraceAllSettled=1)
+# V8 10.1 (node 18.0-18.2) does not follow Promise.allSettled's element
+# closures: its async stack traces end there (checked in a core of 18.0.0).
+VERSIONS[(10, 1)]["consts"]["AsyncTraceAllSettled"] = 0
+# The microtask V8 runs now (the current_microtask root, undefined between
+# microtasks): its offset from the Isolate, in the roots table at the start of
+# IsolateData. Node's patches add roots within a line (18.15 and 18.20 differ
+# by a word), so, as for the thread state below, each line lists the offsets
+# measured per release, keyed (build, patch, node patch number); a release
+# tries its own first, then the line's others, each checked by the roots
+# around it (see stack/asyncframes.py). Found in cores of a crash inside a
+# microtask of the first, a middle and the last release of every line 18-26
+# (the one word of the Isolate pointing at the running PromiseReactionJobTask).
+_CURRENT_MICROTASK: dict[tuple[int, int], list[tuple[tuple[int, int, int], int]]] = {
+    (10, 1): [((124, 8, 13), 6408)],
+    (10, 2): [((154, 26, 25), 6432), ((154, 26, 39), 6440)],  # 18.15.0, 18.20.8
+    (10, 7): [((193, 13, 16), 6512)],
+    (10, 8): [((168, 25, 11), 6624)],
+    (11, 3): [((244, 4, 3), 7000), ((244, 8, 20), 7008)],  # 20.0.0, 20.13.0-20.20.2
+    (11, 8): [((172, 13, 12), 7192)],
+    (12, 4): [((254, 14, 10), 7344)],  # 22.0.0-22.23.3
+    (12, 9): [((202, 26, 10), 7432)],
+    (13, 6): [((233, 8, 10), 9600)],  # 24.0.0-24.21.0
+    (14, 1): [((146, 11, 10), 9704)],
+    (14, 6): [((202, 33, 19), 9792)],  # 26.0.0-26.10.0
+}
+# From 12.4 every microtask and promise reaction starts with the
+# continuation-preserved embedder data, which moves their other fields one word on.
+for _key in [k for k in VERSIONS if k >= (12, 4)]:
+    for _k in [k for k in COMMON["fields"] if k[0] in ("PromiseReactionJobTask", "PromiseReaction")]:
+        VERSIONS[_key]["fields"].setdefault(_k, COMMON["fields"][_k] + 8)
+
+
+def current_microtask_slots(md: Any) -> list[int]:
+    """Where the release's Isolate may keep its current microtask: its own
+    line's offset measured at or before it first, then the line's others."""
+    line = _CURRENT_MICROTASK.get((md.v8_version[0], md.v8_version[1]))
+    if line is None:
+        return []
+    own = _release_key(md)
+    at = [slot for k, slot in line if k <= own]
+    first = at[-1] if at else line[0][1]
+    return [first] + [slot for _, slot in reversed(line) if slot != first]
+
+
 SUPPORTED = sorted(VERSIONS)
 
 

@@ -90,7 +90,7 @@ def test_bad_values(core: Path) -> None:
         assert line.startswith(want), (args, line)
     # No --core: the command's usage, not the top level's.
     line = usage_error(cli("jsstack"), "jsstack")
-    assert line.startswith("v8dbg: jsstack: --core CORE is required"), line
+    assert line.startswith("v8dbg: jsstack: --core CORE or --pid PID is required"), line
     # --json: the error is also the one JSON document on stdout.
     for args in (["jsstack", "--json", "--bogus"], ["jsprint", "--json", "zzz", *target]):
         p = cli(*args)

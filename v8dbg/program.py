@@ -25,9 +25,10 @@ from .values.decoder import Values
 
 __all__ = ["Program", "LoadedModule", "Symbol"]
 
-# The cached_property names below, dropped together when the target runs.
+# The cached_property names below, dropped together when the target runs
+# (not bytecode_sizes and bytecode_names: they are read from the binary).
 _DECODERS = ("heap", "strings", "functions", "codes", "stack", "values", "shapes",
-             "heap_state", "bytecode_sizes", "bytecode_names")
+             "heap_state")
 
 
 class Program(Target):

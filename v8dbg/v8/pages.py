@@ -199,8 +199,14 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
 
 
 def find_pages(prog: Program, lay: _Layout, heap: int | None = None) -> tuple[int, list[Page]]:
-    """The pages of one Heap (by default the one with the most pages), and its address."""
+    """The pages of one Heap (by default the one with the most pages), and its address.
+
+    What walks them reads every page: a live process held still while it is
+    read (`--pid`) is copied now and let go, and the walk reads the copy."""
     heaps = find_heaps(prog, lay)
+    copy = getattr(prog.backend, "copy_for_walk", None)
+    if copy is not None:
+        copy()
     if heap is None:
         heap = max(heaps, key=lambda k: len(heaps[k]))
     if heap not in heaps:

@@ -80,8 +80,8 @@ _FEW_READS = {"jsstack", "jsframe", "jsprint", "jsclosure", "jssource", "jsconst
 
 def warm(prog, name: str) -> None:
     """Load, before the process is stopped, what a command would otherwise
-    load while it is held: v8dbg's decoders, NumPy for a heap walk, the
-    symbols of every file mapped into the process."""
+    load while it is held: v8dbg's decoders, NumPy and the copy's buffers
+    for a heap walk, the symbols of every file mapped into the process."""
     import importlib
     import pkgutil
 
@@ -92,7 +92,10 @@ def warm(prog, name: str) -> None:
                 importlib.import_module(f"{pkg.__name__}.{mod.name}")
     if name not in _FEW_READS:
         from ..v8.pages import _numpy
-        _numpy()
+        np = _numpy()
+        if np is not None:
+            import numpy.ma  # noqa: F401 (NumPy loads it on a first np.unique)
+        prog.backend.prepare_copy()
     prog.bytecode_names  # noqa: B018 (tables read from the binary, kept)
     from ..inferior.symbols import demangle
     demangle("_Z1fv")  # loads the C++ runtime's demangler

@@ -219,6 +219,7 @@ class HeldBackend:
                                if perms.startswith("r")
                                and path.strip() not in ("[vvar]", "[vsyscall]"))
         self._buf = ctypes.create_string_buffer(1 << 16)
+        self._ready: dict[tuple[int, int], mmap.mmap] = {}
 
     # -- holding ---------------------------------------------------------
 
@@ -228,6 +229,16 @@ class HeldBackend:
 
     def resume(self) -> None:
         self.hold.resume()
+
+    def prepare_copy(self) -> None:
+        """Make (and fault in) the buffers a copy would fill, before the
+        process is stopped: zeroing our own pages is then no part of the pause."""
+        want = _copy_candidates(self._pid)
+        if sum(hi - lo for lo, hi in want) > int(_available_memory() * MAX_COPY_SHARE):
+            return
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+        for lo, hi in want:
+            self._ready[(lo, hi)] = mmap.mmap(-1, hi - lo, flags=flags)
 
     def copy_for_walk(self) -> None:
         """Copy the memory a heap walk reads, then let the process go: the walk
@@ -246,12 +257,15 @@ class HeldBackend:
             return
         copies = []
         for lo, hi in want:
-            buf = mmap.mmap(-1, hi - lo)
+            buf = self._ready.pop((lo, hi), None) or mmap.mmap(-1, hi - lo)
             got = self._copy_into(buf, lo, hi - lo)
             if got == hi - lo:
                 copies.append(_Copy(lo, hi, buf))
             else:
                 buf.close()  # a guard page or a hole: such reads go to the process
+        for unused in self._ready.values():
+            unused.close()
+        self._ready.clear()
         self._copies = copies
         self._starts = [c.start for c in copies]
         self.copied_bytes = sum(c.end - c.start for c in copies)

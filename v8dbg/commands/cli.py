@@ -1,8 +1,10 @@
-"""The standalone front end: `v8dbg COMMAND [ARGS] --core CORE [--binary NODE]`.
+"""The standalone front end: `v8dbg COMMAND [ARGS] --core CORE [--binary NODE]`,
+or `--pid PID` for a running process (commands/held.py).
 
 Also `v8dbg gdb ...` / `v8dbg lldb ...` (the debugger with v8dbg loaded) and
 `v8dbg gdbinit` / `v8dbg lldbinit` (the lines that load it from ~/.gdbinit or
-~/.lldbinit). Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted.
+~/.lldbinit). Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted,
+143 terminated (SIGTERM while a process was held: it is let go first).
 """
 
 from __future__ import annotations

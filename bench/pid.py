@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import os
 import re
 import statistics
 import subprocess
@@ -62,16 +63,26 @@ class Client:
     def __init__(self, port: int) -> None:
         self.port = port
         self.done: list[tuple[float, float]] = []
+        self.retried = 0
         self.stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
 
     def _run(self) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
         while not self.stop.is_set():
             t0 = time.monotonic()
-            conn.request("GET", "/")
-            conn.getresponse().read()
+            for _ in range(3):
+                try:
+                    conn.request("GET", "/")
+                    conn.getresponse().read()
+                    break
+                except (OSError, http.client.HTTPException):
+                    # The server closed the kept-alive connection (its timer
+                    # ran out while it was stopped): again, on a new one.
+                    self.retried += 1
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
             self.done.append((t0, time.monotonic()))
             time.sleep(0.002)
 
@@ -112,6 +123,7 @@ def main() -> int:
         meta = json.loads(info.read_text())
         print(f"node {args.version}, pid {node.pid}: heapUsed {meta['heap_used'] >> 20} MB, "
               f"RSS {meta['rss'] >> 20} MB")
+        load0 = os.getloadavg()
         client = Client(meta["port"])
         time.sleep(1.0)
         windows: list[tuple[float, float]] = []
@@ -138,8 +150,9 @@ def main() -> int:
         outside = [e - s for s, e in client.done
                    if not any(e >= a and s <= b for a, b in windows)]
         base = statistics.median(outside) * 1000 if outside else float("nan")
-        print(f"requests answered: {len(client.done)}; median latency outside the commands: "
-              f"{base:.1f} ms")
+        print(f"requests answered: {len(client.done)} ({client.retried} sent again on a new "
+              f"connection); median latency outside the commands: {base:.1f} ms; "
+              f"load average before: {load0}, after: {os.getloadavg()}")
         print("| command | wall (s), median | pause said (ms), median / max | "
               "worst request latency during it (ms), median / max |")
         print("|---|---|---|---|")

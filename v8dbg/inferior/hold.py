@@ -162,9 +162,12 @@ class Hold:
 
 @dataclass
 class _Copy:
+    """[start, end) of the process, copied into buf from offset start - base."""
+
     start: int
     end: int
     buf: mmap.mmap
+    base: int
 
 
 @dataclass
@@ -330,12 +333,15 @@ class HeldBackend:
             lo, hi = r.start, r.end
             buf = self._ready.pop((lo, hi), None) or mmap.mmap(-1, hi - lo)
             if all(self._copy_into(buf, a - lo, a, b - a) == b - a for a, b in r.runs):
-                copies.append(_Copy(lo, hi, buf))
+                # Only the runs: any other page reads from the process (a page
+                # shared with a child after fork, say, not marked as ours).
+                copies.extend(_Copy(a, b, buf, lo) for a, b in r.runs)
             else:
                 buf.close()  # changed since it was listed: such reads go to the process
         for unused in self._ready.values():
             unused.close()
         self._ready.clear()
+        copies.sort(key=lambda c: c.start)
         self._copies = copies
         self._starts = [c.start for c in copies]
         self.copied_bytes = sum(b - a for r in want for a, b in r.runs)
@@ -375,7 +381,7 @@ class HeldBackend:
         if self._copies:
             c = self._copy_of(address, size)
             if c is not None:
-                return c.buf[address - c.start:address - c.start + size]
+                return c.buf[address - c.base:address - c.base + size]
         buf = self._buf if size <= len(self._buf) else ctypes.create_string_buffer(size)
         local = _IoVec(ctypes.addressof(buf), size)
         remote = _IoVec(address, size)
@@ -388,7 +394,7 @@ class HeldBackend:
         c = self._copy_of(address, len(buf)) if self._copies else None
         if c is None:
             return False
-        off = address - c.start
+        off = address - c.base
         buf[:] = memoryview(c.buf)[off:off + len(buf)]
         return True
 

@@ -11,7 +11,6 @@ and every thread is let go. The pause is said on stderr, and in --json as
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 
@@ -53,7 +52,6 @@ def run(name: str, argv: list[str], pid: int, binary: str | None) -> tuple[Sessi
     warm(prog, name)
     old = signal.signal(signal.SIGTERM, _on_term)
     text, ok = "", False
-    nice = _prefer_cpu()
     try:
         backend.stop()
         text, ok = sess.run(name, argv)
@@ -64,7 +62,6 @@ def run(name: str, argv: list[str], pid: int, binary: str | None) -> tuple[Sessi
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
             backend.resume()
-            _restore_cpu(nice)
         finally:
             signal.signal(signal.SIGTERM, old)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -75,28 +72,6 @@ def run(name: str, argv: list[str], pid: int, binary: str | None) -> tuple[Sessi
     if _terminated[0]:
         print(f"v8dbg: terminated; process {pid} let go", file=sys.stderr)
     return sess, with_pause(text, paused), ok
-
-
-def _prefer_cpu() -> int | None:
-    """A better scheduling priority while the process is held, when allowed
-    (root, CAP_SYS_NICE): on a busy machine, waiting for a CPU with the
-    process stopped would be most of the pause. The old one, to restore."""
-    try:
-        was = os.getpriority(os.PRIO_PROCESS, 0)
-        os.setpriority(os.PRIO_PROCESS, 0, max(was - 10, -20))
-        return was
-    except OSError:
-        return None
-
-
-def _restore_cpu(was: int | None) -> None:
-    """Back to the old priority: the rest (a heap walk of the copy) must not
-    take the CPU from the process it let go."""
-    if was is not None:
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, was)
-        except OSError:
-            pass
 
 
 # Commands that read a few objects and never walk the heap: NumPy (a tenth of

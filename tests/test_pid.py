@@ -15,7 +15,8 @@ after every command and while findjsobjects walks the heap.
 
 v8dbg killed while it holds the process (SIGKILL, SIGTERM, Ctrl-C): the
 process runs on, untraced. Bad input: a pid that is gone, not node, traced
-by another tracer, a zombie, a stopped process: one line each, exit 1.
+by another tracer, another user's (v8dbg run as nobody), a zombie, a stopped
+process: one line each, exit 1.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from pathlib import Path
 
 import pytest
 
-from support import FIXTURES, ROOT, VERSIONS, LiveNode, json_line
+from support import FIXTURES, ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, json_line
 
 FIXTURE = "pid_server.js"
 PAUSE = re.compile(r"^v8dbg: process (\d+) paused ([\d.]+) ms", re.M)
 SLOW = FIXTURES / "slow_hold.py"
+SETPRIV = "/usr/bin/setpriv"
 TRIES = 12  # stops that may land outside the spinning loop before jsstack is judged
 
 
@@ -342,6 +344,16 @@ def test_bad_pids() -> None:
             holder.kill()
             holder.wait()
         srv.answers("a refused --pid")
+        if os.geteuid() == 0 and Path(SETPRIV).exists():
+            # Not ours to trace: v8dbg run as another user (nobody) than the server's.
+            p = subprocess.run([SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups",
+                                SYSTEM_PYTHON, "-m", "v8dbg", "jsstack", "--pid", str(node.pid)],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+            line = one_error(p)
+            assert line == (f"v8dbg: cannot see process {node.pid}'s executable "
+                            f"(/proc/{node.pid}/exe): it belongs to another user; run v8dbg as "
+                            "that user or as root"), line
+            srv.answers("--pid as another user")
         for args, want in ((("jsstack", "--core", "x"), "--core and --pid name two targets"),
                            (("jsstack", "--sysroot", "/"), "--sysroot and --solib-path are for")):
             p = v8dbg(node.pid, *args)

@@ -38,6 +38,7 @@ MAX_ROUNDS = 16  # looks for threads started while the others were being stopped
 CHUNK = 1 << 30  # bytes per process_vm_readv of a copy (the kernel caps one call near 2 GB)
 MAX_COPY_SHARE = 0.5  # copy at most this share of this machine's available memory
 MADV_POPULATE_WRITE = 23  # Linux 5.14+
+IOV_MAX = 1024  # iovecs per process_vm_readv
 
 
 def check_pid(pid: int) -> None:
@@ -413,6 +414,31 @@ class HeldBackend:
         if _vm_readv(self._pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) != size:
             raise TargetMemoryError(address, size)
         return ctypes.string_at(ctypes.addressof(buf), size)
+
+    def read_many(self, addresses: list[int], size: int) -> list[bytes | None]:
+        """`size` bytes at each address (None where unreadable), in one
+        process_vm_readv per IOV_MAX addresses rather than one each."""
+        out: list[bytes | None] = [None] * len(addresses)
+        if self._copies or size <= 0:
+            for i, a in enumerate(addresses):
+                try:
+                    out[i] = self.read(a, size)
+                except TargetMemoryError:
+                    pass
+            return out
+        i = 0
+        while i < len(addresses):
+            n = min(IOV_MAX, len(addresses) - i)
+            buf = ctypes.create_string_buffer(n * size)
+            local = _IoVec(ctypes.addressof(buf), n * size)
+            remote = (_IoVec * n)(*[_IoVec(a, size) for a in addresses[i:i + n]])
+            got = _vm_readv(self._pid, ctypes.byref(local), 1, remote, n, 0)
+            whole = max(got, 0) // size  # the kernel stops at the first address it cannot read
+            raw = buf.raw
+            for k in range(whole):
+                out[i + k] = raw[k * size:(k + 1) * size]
+            i += whole + 1  # past the unreadable one (None)
+        return out
 
     def read_into(self, address: int, buf: memoryview) -> bool:
         """Fill buf from the copy (a heap page), without a new buffer per read."""

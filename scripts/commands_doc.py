@@ -19,7 +19,8 @@ HEAD = """\
 The same commands, flags and output in gdb, lldb and the standalone CLI.
 In gdb and lldb a command takes an address as any debugger expression
 (`jsprint $rdi`); in the CLI as a hex number. The standalone CLI adds the
-`target` options (`--core`, `--binary`, `--debug`); every command takes `-h`.
+`target` options (`--core` or `--pid` for a running process, `--binary`,
+`--debug`); every command takes `-h`.
 This page is the CLI's own help (`v8dbg help COMMAND`), written by
 `python3 scripts/commands_doc.py`; `tests/test_package.py` checks that it
 matches the code.

@@ -16,7 +16,7 @@ from .heap.state import HeapState
 from .stack.frames import StackDecoder
 from .inferior.backend import Backend
 from .inferior.process import LoadedModule, Symbol, Target
-from .v8 import baseline, builtins, bytecodes, metadata
+from .v8 import baseline, builtins, metadata
 from .v8.codes import Codes
 from .v8.functions import Functions
 from .v8.strings import Strings
@@ -25,9 +25,10 @@ from .values.decoder import Values
 
 __all__ = ["Program", "LoadedModule", "Symbol"]
 
-# The cached_property names below, dropped together when the target runs.
+# The cached_property names below, dropped together when the target runs
+# (not bytecode_sizes and bytecode_names: they are read from the binary).
 _DECODERS = ("heap", "strings", "functions", "codes", "stack", "values", "shapes",
-             "heap_state", "bytecode_sizes", "bytecode_names")
+             "heap_state")
 
 
 class Program(Target):
@@ -118,10 +119,9 @@ class Program(Target):
     @cached_property
     def bytecode_sizes(self) -> list[bytes] | None:
         """V8's table of bytecode operand sizes, read from the binary."""
-        return baseline.read_sizes(self.binary)
+        return baseline.tables(self.binary)[0]
 
     @cached_property
     def bytecode_names(self) -> list[str] | None:
         """V8's bytecode names, read from the binary (None where not found)."""
-        sizes = self.bytecode_sizes
-        return bytecodes.read_names(self.binary, len(sizes[0])) if sizes else None
+        return baseline.tables(self.binary)[1]

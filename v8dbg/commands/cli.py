@@ -1,8 +1,10 @@
-"""The standalone front end: `v8dbg COMMAND [ARGS] --core CORE [--binary NODE]`.
+"""The standalone front end: `v8dbg COMMAND [ARGS] --core CORE [--binary NODE]`,
+or `--pid PID` for a running process (commands/held.py).
 
 Also `v8dbg gdb ...` / `v8dbg lldb ...` (the debugger with v8dbg loaded) and
 `v8dbg gdbinit` / `v8dbg lldbinit` (the lines that load it from ~/.gdbinit or
-~/.lldbinit). Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted.
+~/.lldbinit). Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted,
+143 terminated (SIGTERM while a process was held: it is let go first).
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from typing import NoReturn
 
 from .. import __version__
 from ..errors import V8DbgError
-from . import Command, Session, catch, launch, load_all, profile, trace, triage
+from . import Command, Session, catch, held, launch, load_all, profile, trace, triage
 from ..inferior.corefile import core_file_problem
 from .base import did_you_mean, explain_usage, truncation_first
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 DESCRIPTION = """\
 See inside Node.js core dumps: JavaScript stacks, values and the heap, from
@@ -29,6 +31,7 @@ inside gdb and lldb (`v8dbg gdb`, `v8dbg lldb`)."""
 EPILOG = """\
 examples:
   {prog} jsstack --core core.1234
+  {prog} jsstack --pid 1234          a running process, paused while it is read
   {prog} jsprint 0x3a5f0c2c1d41 --core core --binary /usr/bin/node
   {prog} gdb -p PID                  gdb with v8dbg loaded
   {prog} help findjsobjects          one command's flags
@@ -96,6 +99,9 @@ def _target_options() -> argparse.ArgumentParser:
     g = p.add_argument_group("target")
     g.add_argument("--core", metavar="CORE",
                    help="the core file to read (from the kernel or from gcore)")
+    g.add_argument("--pid", metavar="PID",
+                   help="a running node process instead: its threads are stopped only while "
+                        "its memory is read (the pause is reported), then run on")
     g.add_argument("--binary", metavar="NODE",
                    help="the node binary that ran (default: the file the core names; "
                         "a note says which when it was found elsewhere)")
@@ -172,7 +178,7 @@ def _take(argv: list[str], flag: str) -> tuple[str | None, list[str]]:
     return value, out
 
 
-_TARGET_FLAGS = ("--core", "--binary", "--sysroot", "--solib-path")
+_TARGET_FLAGS = ("--core", "--pid", "--binary", "--sysroot", "--solib-path")
 
 
 def _hoist_target_options(argv: list[str]) -> list[str]:
@@ -247,13 +253,32 @@ def _main(argv: list[str], prog: str) -> int:
         return EXIT_OK
     cmd = commands[name]
     core = getattr(args, "core", None)
+    pid = getattr(args, "pid", None)
     binary = getattr(args, "binary", None)
     sysroot = getattr(args, "sysroot", None)
     solib_path = getattr(args, "solib_path", None)
+    if cmd.needs_program and pid is not None:
+        if core:
+            parser.error("--core and --pid name two targets: give one")
+        if sysroot or solib_path:
+            parser.error("--sysroot and --solib-path are for a core from another machine, "
+                         "not a running process")
+        if not pid.isdigit() or int(pid) <= 0:
+            parser.error(f"--pid: '{pid}' is not a process id")
+        if binary and not os.path.isfile(binary):
+            raise V8DbgError(f"node binary {binary} not found"
+                             + (" (it is a directory)" if os.path.isdir(binary) else ""))
+        rest = argv[1:]
+        for flag in _TARGET_FLAGS:
+            _, rest = _take(rest, flag)
+        sess, text, ok = held.run(name, rest, int(pid), binary)
+        if held.terminated(sess):
+            return EXIT_TERMINATED
+        return finish(sess, text, ok, parser.format_usage())
     if cmd.needs_program:
         if not core:
-            parser.error("--core CORE is required (and --binary NODE, unless the core "
-                         "names a node binary on this machine)")
+            parser.error("--core CORE or --pid PID is required (and --binary NODE, unless "
+                         "the core names a node binary on this machine)")
         problem = core_file_problem(core)
         if problem:
             raise V8DbgError(problem)
@@ -265,7 +290,7 @@ def _main(argv: list[str], prog: str) -> int:
             raise V8DbgError(f"node binary {binary} not found"
                              + (" (it is a directory)" if os.path.isdir(binary) else ""))
     rest = argv[1:]
-    for flag in ("--core", "--binary", "--sysroot", "--solib-path"):
+    for flag in _TARGET_FLAGS:
         _, rest = _take(rest, flag)
 
     backend_box: list = []
@@ -287,10 +312,15 @@ def _main(argv: list[str], prog: str) -> int:
 
     sess = Session(factory, binary, binary_note=_found_elsewhere)
     text, ok = sess.run(name, rest)
+    return finish(sess, text, ok, parser.format_usage())
+
+
+def finish(sess: Session, text: str, ok: bool, usage: str) -> int:
+    """Print what a command gave, where it belongs; its exit status."""
     if sess.usage_error:
         # Found by the command itself (an address that is no number, a count below 0).
         print(text, file=sys.stdout if text.startswith("{") else sys.stderr)
-        sys.stderr.write(parser.format_usage())
+        sys.stderr.write(usage)
         return EXIT_USAGE
     if sess.interrupted:
         if text:

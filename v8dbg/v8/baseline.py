@@ -35,6 +35,43 @@ def read_sizes(binary: ElfFile) -> list[bytes] | None:
     return [data[0:n], data[n:2 * n], data[2 * n:3 * n]]
 
 
+_TABLES_FORMAT = 1
+
+
+def tables(binary: ElfFile) -> tuple[list[bytes] | None, list[str] | None]:
+    """V8's bytecode operand sizes and names, kept on disk per binary next to
+    its symbol index: finding them scans the whole symbol and string tables
+    (a quarter second), which every start of the CLI would otherwise pay."""
+    import json
+    import os
+    base = binary._cache_file()
+    path = (base[:-len(".bin")].replace("syms-", f"bytecodes{_TABLES_FORMAT}-") + ".json"
+            if base else None)
+    if path:
+        try:
+            with open(path) as fh:
+                doc = json.load(fh)
+            sizes = [bytes.fromhex(r) for r in doc["sizes"]] if doc["sizes"] else None
+            names = [str(n) for n in doc["names"]] if doc["names"] else None
+            return sizes, names
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    sizes = read_sizes(binary)
+    from .bytecodes import read_names
+    names = read_names(binary, len(sizes[0])) if sizes else None
+    if path:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as fh:
+                json.dump({"sizes": [r.hex() for r in sizes] if sizes else None,
+                           "names": names}, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return sizes, names
+
+
 _PREFIXES = b"\x01\x01\x01\x01"  # Wide, ExtraWide and their DebugBreak forms: 1 byte at every scale
 _BYTECODES = range(100, 512)  # how many bytecodes a V8 may have (198-212 in node 18-26)
 _MAX_SIZE = 32

@@ -163,6 +163,16 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
 
     hdr = max(lay.flags, lay.meta_ptr) + 8
     need = max(lay.heap, lay.area_start, lay.area_end, lay.owner, lay.meta_flags) + 8
+    size = max(hdr, need) if not lay.meta_ptr else hdr
+    # A live process read by v8dbg itself reads every header in a few system
+    # calls, not one each (the pause of `--pid` on a large heap).
+    many = getattr(backend, "read_many", None)
+    heads: dict[int, bytes] = {}
+    if many is not None:
+        places = [a for lo, hi in regs
+                  for a in range((lo + lay.align - 1) // lay.align * lay.align, hi - 63,
+                                 lay.align)][:MAX_REGION_PROBES]
+        heads = {a: d for a, d in zip(places, many(places, size)) if d is not None}
     probes = 0
     for lo, hi in regs:
         a = (lo + lay.align - 1) // lay.align * lay.align
@@ -171,7 +181,7 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
             if not probes & 255:
                 check_interrupted()
             try:
-                head = backend.read(a, max(hdr, need) if not lay.meta_ptr else hdr)
+                head = heads[a] if many is not None else backend.read(a, size)
             except Exception:
                 a += lay.align
                 continue
@@ -199,8 +209,14 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
 
 
 def find_pages(prog: Program, lay: _Layout, heap: int | None = None) -> tuple[int, list[Page]]:
-    """The pages of one Heap (by default the one with the most pages), and its address."""
+    """The pages of one Heap (by default the one with the most pages), and its address.
+
+    What walks them reads every page: a live process held still while it is
+    read (`--pid`) is copied now and let go, and the walk reads the copy."""
     heaps = find_heaps(prog, lay)
+    copy = getattr(prog.backend, "copy_for_walk", None)
+    if copy is not None:
+        copy()
     if heap is None:
         heap = max(heaps, key=lambda k: len(heaps[k]))
     if heap not in heaps:

@@ -20,23 +20,15 @@ import sys
 import time
 
 from ..errors import V8DbgError
+from .standalone import Parser, run
 
 USAGE = "catch --pid PID --syscall NAME [--errno E] [--core FILE] [--count N] [--json]"
 SUMMARY = "stop a running node process when a system call fails, write a core, let it run on"
 STOP_WAIT = 5.0
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(f"catch: {message}")
-
-
-class _Usage(Exception):
-    pass
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="v8dbg catch", usage="v8dbg " + USAGE, description=(
+    p = Parser("catch", USAGE, description=(
         "Wait until the process's system call NAME fails (with errno E, or "
         "any error), stop it right there, print its JavaScript stack, write a "
         "core (sparse) and let it run on; with --count N, the first N times. "
@@ -58,31 +50,19 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    """Run the catch command; returns the exit status."""
     p = parser()
-    if any(a in ("-h", "--help") for a in argv):
-        sys.stdout.write(p.format_help())
-        return 0
-    try:
-        args = p.parse_args(argv)
-    except _Usage as e:
-        print(f"v8dbg: {e}\nusage: v8dbg {USAGE}", file=sys.stderr)
-        return 2
-    try:
-        code = errno_number(args.errno) if args.errno else None
-    except V8DbgError as e:
-        print(f"v8dbg: catch: {e}", file=sys.stderr)
-        return 2
-    if args.count < 1:
-        print("v8dbg: catch: --count must be 1 or more", file=sys.stderr)
-        return 2
-    if not args.syscall.replace("_", "").isalnum():
-        print(f"v8dbg: catch: --syscall {args.syscall!r} is not a system call name", file=sys.stderr)
-        return 2
-    try:
-        return _catch(args, code)
-    except V8DbgError as e:
-        print(f"v8dbg: {e}", file=sys.stderr)
-        return 1
+
+    def check(args: argparse.Namespace) -> None:
+        try:
+            args.errno_code = errno_number(args.errno) if args.errno else None
+        except V8DbgError as e:
+            raise p.problem(str(e)) from None
+        if args.count < 1:
+            raise p.problem("--count must be 1 or more")
+        if not args.syscall.replace("_", "").isalnum():
+            raise p.problem(f"--syscall {args.syscall!r} is not a system call name")
+    return run(p, argv, lambda args: _catch(args, args.errno_code), check)
 
 
 def errno_number(text: str) -> int:

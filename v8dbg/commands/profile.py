@@ -14,6 +14,7 @@ import sys
 
 from ..errors import V8DbgError
 from . import profile_output
+from .standalone import Parser, run
 
 USAGE = ("profile --pid PID [--rate HZ] [--duration S] [--threads main|all] [--idle] "
          "[--native] [-o FILE] [--format folded|speedscope|svg]")
@@ -21,17 +22,8 @@ SUMMARY = "sample a running node process (no restart) into a flame graph"
 MAX_RATE = 10000.0
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(f"profile: {message}")
-
-
-class _Usage(Exception):
-    pass
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="v8dbg profile", usage="v8dbg " + USAGE, description=(
+    p = Parser("profile", USAGE, description=(
         "Sample the JavaScript stacks of a running node process, without "
         "restarting it: each sample stops one thread for microseconds "
         "(ptrace), copies its registers and stack top, and lets it run on; "
@@ -61,26 +53,12 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run the profile command; returns the exit status."""
     p = parser()
-    if any(a in ("-h", "--help") for a in argv):
-        sys.stdout.write(p.format_help())
-        return 0
-    try:
-        args = p.parse_args(argv)
-    except _Usage as e:
-        print(f"v8dbg: {e}\nusage: v8dbg {USAGE}", file=sys.stderr)
-        return 2
-    problem = _check_args(args)
-    if problem:
-        print(f"v8dbg: profile: {problem}", file=sys.stderr)
-        return 2
-    try:
-        return _profile(args)
-    except V8DbgError as e:
-        print(f"v8dbg: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("v8dbg: interrupted", file=sys.stderr)
-        return 130
+
+    def check(args: argparse.Namespace) -> None:
+        problem = _check_args(args)
+        if problem:
+            raise p.problem(problem)
+    return run(p, argv, _profile, check)
 
 
 def _check_args(args: argparse.Namespace) -> str | None:

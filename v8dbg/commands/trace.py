@@ -10,7 +10,6 @@ stopped and its maps read, so no probe stays behind.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -18,19 +17,11 @@ import time
 from typing import Any, Callable
 
 from ..errors import V8DbgError
+from .standalone import Parser, run
 
 USAGE = "trace gc|threadpool|http --pid PID [--duration S] [--json]"
 SUMMARY = "trace GCs, thread-pool work or HTTP requests of a running node process (BPF)"
 WHATS = ("gc", "threadpool", "http")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(f"trace: {message}")
-
-
-class _Usage(Exception):
-    pass
 
 
 class Terminated(Exception):
@@ -38,7 +29,7 @@ class Terminated(Exception):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="v8dbg trace", usage="v8dbg " + USAGE, description=(
+    p = Parser("trace", USAGE, description=(
         "Trace a running node process without restarting it, as the DTrace "
         "scripts of old did: `gc` each garbage collection with its type and "
         "pause; `threadpool` each unit of libuv thread-pool work by the kind of "
@@ -59,34 +50,13 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run the trace command; returns the exit status."""
     p = parser()
-    if any(a in ("-h", "--help") for a in argv):
-        sys.stdout.write(p.format_help())
-        return 0
-    as_json = "--json" in argv
-    try:
-        args = p.parse_args(argv)
-    except _Usage as e:
-        _error(f"{e}", as_json)
-        print(f"usage: v8dbg {USAGE}", file=sys.stderr)
-        return 2
-    if args.duration is not None and not args.duration > 0:
-        _error("trace: --duration must be a number of seconds above 0", as_json)
-        return 2
-    if args.pid <= 0:
-        _error("trace: --pid must be a process id", as_json)
-        return 2
-    try:
-        return _trace(args)
-    except V8DbgError as e:
-        _error(str(e), as_json)
-        return 1
 
-
-def _error(message: str, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps({"error": message}))
-    else:
-        print(f"v8dbg: {message}", file=sys.stderr)
+    def check(args: argparse.Namespace) -> None:
+        if args.duration is not None and not args.duration > 0:
+            raise p.problem("--duration must be a number of seconds above 0")
+        if args.pid <= 0:
+            raise p.problem("--pid must be a process id")
+    return run(p, argv, _trace, check)
 
 
 def target_binary(pid: int) -> str:

@@ -12,29 +12,20 @@ import json
 import os
 import sys
 
-from ..errors import V8DbgError
 from ..triage import fleet, sources
 from ..triage.crash import CoreCrash, CoreProblem
 from ..triage.fleet import Bucket
 from ..triage.signature import SigFrame
-from .base import explain_usage, printable
+from .base import printable
+from .standalone import Parser, run
 
 USAGE = "triage PATH... [--binary-dir DIR] [--workers N] [--dask ADDRESS] [--json]"
 SUMMARY = "group many cores into crash buckets by their JS stack's signature"
 EXAMPLES = 3  # example cores named per bucket in the text output
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(f"triage: {explain_usage(self, message)}")
-
-
-class _Usage(Exception):
-    pass
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="v8dbg triage", usage="v8dbg " + USAGE, allow_abbrev=False, description=(
+    p = Parser("triage", USAGE, description=(
         "Read the crashing thread's JavaScript stack of each core (as jsstack "
         "does, no heap walk) and group the cores by crash signature: the "
         "program's top JS frames (function and script name; node's own "
@@ -65,35 +56,16 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Run the triage command; returns the exit status."""
     p = parser()
-    if any(a in ("-h", "--help") for a in argv):
-        sys.stdout.write(p.format_help())
-        return 0
-    as_json = "--json" in argv
-    try:
-        args = p.parse_args(argv)
+
+    def check(args: argparse.Namespace) -> None:
         if args.workers is not None and args.workers < 1:
-            raise _Usage("triage: --workers takes a number of processes >= 1")
+            raise p.problem("--workers takes a number of processes >= 1")
         if args.workers is not None and args.dask:
-            raise _Usage("triage: --workers and --dask together: the cluster has its own workers")
+            raise p.problem("--workers and --dask together: the cluster has its own workers")
         for d in args.binary_dir:
             if not os.path.isdir(d):
-                raise _Usage(f"triage: --binary-dir: {d} is not a directory")
-    except _Usage as e:
-        # As every command: with --json the message is the JSON error document.
-        if as_json:
-            print(json.dumps({"error": str(e)}))
-        else:
-            print(f"v8dbg: {e}", file=sys.stderr)
-        print(f"usage: v8dbg {USAGE}", file=sys.stderr)
-        return 2
-    try:
-        return _triage(args)
-    except V8DbgError as e:
-        if args.json:
-            print(json.dumps({"error": f"triage: {e}"}))
-        else:
-            print(f"v8dbg: triage: {e}", file=sys.stderr)
-        return 1
+                raise p.problem(f"--binary-dir: {d} is not a directory")
+    return run(p, argv, _triage, check, prefix_failures=True)
 
 
 class _Progress:

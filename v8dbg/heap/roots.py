@@ -12,11 +12,15 @@ tagged address of an object's start, is a root. Two groups are told apart:
 
 - `(Stack roots)`: words of a thread's stack from its stack pointer up
   (below it the stack is dead and not looked at);
+- `(Handle scope)`: the handles in use of the isolate's handle blocks (as
+  V8's HandleScopeImplementer lists them; the rest of the current block is
+  stale and no root);
 - `(Native roots)`: every other word outside the heap: V8's roots table,
-  global, eternal and handle-scope handles, the microtask queue and node's
+  global and eternal handles, the microtask queue and node's
   persistent handles, not told apart from each other.
 
-Conservative means over-counting, never missing: a stale word in freed
+Every V8 memory chunk is left out, the freed and pooled ones too (their
+stale objects hold addresses of live ones). Conservative means over-counting, never missing: a stale word in freed
 native memory that still holds an object's address keeps that object
 "reachable" here. What V8 holds only weakly from outside the heap (weak
 global handles, the string table) counts as a root too.
@@ -25,9 +29,11 @@ global handles, the string table) counts as a root too.
 from __future__ import annotations
 
 import bisect
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..inferior.arenas import secondary_heaps
 from ..interrupt import check_interrupted
 from ..v8 import pages as v8pages
 
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
     from ..program import Program
 
 STACK = "(Stack roots)"
+HANDLES = "(Handle scope)"
 NATIVE = "(Native roots)"
 
 CHUNK = 16 << 20  # bytes of native memory read at a time
@@ -98,6 +105,36 @@ def _pointers(np, prog: Program, ranges: list[tuple[int, int]], lo: int, hi: int
     return (np.concatenate(parts) if parts else np.zeros(0, np.uint64)), False
 
 
+def _chunks(prog: Program, lay, regs: list[tuple[int, int]], heaps) -> list[tuple[int, int]]:
+    """[start, end) of every V8 memory chunk of a known heap, the freed and pooled
+    ones too: those the census does not walk still hold stale objects, whose
+    words are no roots."""
+    src = v8pages.bulk(prog)
+    known = set(heaps)
+    out = []
+    probes = 0
+    for lo, hi in regs:
+        a = (lo + lay.align - 1) // lay.align * lay.align
+        while a + 64 <= hi and probes < v8pages.MAX_REGION_PROBES:
+            probes += 1
+            try:
+                head = src.read(a, max(lay.flags, lay.meta_ptr, lay.heap, lay.area_end) + 8)
+                m = head
+                if lay.meta_ptr:
+                    meta = struct.unpack_from("<Q", head, lay.meta_ptr)[0]
+                    m = src.read(meta, max(lay.heap, lay.area_end) + 8) \
+                        if meta >= 0x10000 and not meta & 7 else b""
+                if m and struct.unpack_from("<Q", m, lay.heap)[0] in known:
+                    end = struct.unpack_from("<Q", m, lay.area_end)[0]
+                    if not a < end <= a + v8pages.PAGE_SIZE_LIMIT:
+                        end = a + lay.align
+                    out.append((a, max(end, a + lay.align)))
+            except Exception:
+                pass
+            a += lay.align
+    return out
+
+
 def root_groups(prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
     """The root groups of the heap whose objects lie in [lo, hi]."""
     from .graph import numpy
@@ -106,8 +143,8 @@ def root_groups(prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
     lay = v8pages.layout(prog)
     heaps = v8pages.find_heaps(prog, lay)
     # Every V8 chunk, of every heap, live or not, is heap and no root.
-    chunks = sorted((p.address, max(p.end, p.address + lay.align)) for ps in heaps.values()
-                    for p in ps)
+    chunks = sorted([(p.address, max(p.end, p.address + lay.align)) for ps in heaps.values()
+                     for p in ps] + _chunks(prog, lay, regs, heaps))
     stacks: list[tuple[int, int]] = []
     dead: list[tuple[int, int]] = []
     starts = [r[0] for r in regs]
@@ -125,14 +162,59 @@ def root_groups(prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
             continue
         stacks.append((sp, regs[i][1]))
         dead.append((regs[i][0], sp))
+    notes = []
+    handles, stale = _handles(prog, heap)
+    if handles is None:
+        notes.append("the handle scope's blocks were not found: stale handles past its "
+                     "top may count as roots")
+        handles = []
     budget = [MAX_NATIVE_BYTES]
     stack_vals, cut1 = _pointers(np, prog, _cut(sorted(stacks), chunks), lo, hi, budget)
-    native = _cut(_cut(regs, chunks), sorted(stacks + dead))
+    handle_vals, cut3 = _pointers(np, prog, sorted(handles), lo, hi, budget)
+    skip = stacks + dead + handles + stale
+    if _main_isolate(prog, heap):
+        # Threads other than the main one malloc from their own arenas: for the
+        # main isolate those are V8's helper threads, whose freed GC worklists
+        # and compile jobs hold stale addresses of objects.
+        skip += secondary_heaps(regs, v8pages.bulk(prog).read)
+    native = _cut(_cut(regs, chunks), sorted(skip))
     native_vals, cut2 = _pointers(np, prog, native, lo, hi, budget)
-    notes = []
     if not threads or not stacks:
         notes.append("no thread's stack could be read: stack roots are missing")
-    if cut1 or cut2:
+    if cut1 or cut2 or cut3:
         notes.append(f"roots were looked for in the first {MAX_NATIVE_BYTES >> 30} GB "
                      "of native memory only")
-    return [RootGroup(STACK, stack_vals), RootGroup(NATIVE, native_vals, notes)]
+    return [RootGroup(STACK, stack_vals), RootGroup(HANDLES, handle_vals),
+            RootGroup(NATIVE, native_vals, notes)]
+
+
+def _main_isolate(prog: Program, heap: int) -> bool:
+    """Whether the process's main thread runs the isolate of this heap."""
+    from .isolates import isolates
+    pid = prog.backend.pid()
+    for iso in isolates(prog):
+        if iso.heap == heap:
+            return any(tid == pid for tid, _n in iso.threads)
+    return False
+
+
+def _handles(prog: Program, heap: int) -> tuple[list[tuple[int, int]] | None, list[tuple[int, int]]]:
+    """The handle slots in use of the isolate of this heap, as [start, end) spans,
+    and the stale rest of its current block (None, [] when not found)."""
+    from ..stack import exception, segments
+    try:
+        tops = [t for t in segments.thread_tops(prog) if t.heap == heap]
+    except Exception:
+        return None, []
+    if not tops:
+        return None, []
+    try:
+        got = exception.handle_scope(prog, tops[0])
+    except Exception:
+        got = None
+    if got is None:
+        return None, []
+    nxt, limit, blocks = got
+    size = 8 * prog.md.const("HandleBlockSlots")
+    used = [(b, b + size) for b in blocks[:-1]] + [(limit - size, nxt)]
+    return used, [(nxt, limit)]

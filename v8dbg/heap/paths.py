@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from ..program import Program
     from .refs import RefFinder
 
+# The slots every context starts with, as V8 names them (a native context's
+# extension is its global object).
+_CONTEXT_HEADER = {0: "scope_info", 1: "previous", 2: "extension"}
+
 MAX_PATH = 10000  # steps of one path: a chain longer than any real heap's
 MAX_HOLDERS = 100000  # direct holders of the target looked at
 FOLD = 3  # internal arrays folded into one step at most
@@ -94,11 +98,38 @@ def retainers(prog: Program, heap: int, target: int, n: int, progress=None) -> R
     from .refs import RefFinder
     rf = RefFinder(prog, heap)
     paths = []
-    for _len, e in cands[:n]:
+    # Folding internal arrays shortens some paths more than others: a few more
+    # than asked are made, and the shortest as shown are kept.
+    for _len, e in cands[:max(n * 4, 16)]:
         s = gmod.source(g, e)
         edges = (_chain(g, parent, s) or []) + [e]
-        paths.append(_steps(g, rf, edges))
-    return Retainers(target, paths, True, len(by_src), notes)
+        paths.append(_steps(g, rf, _owned(g, rf, seen, edges)))
+    # Paths from exactly known roots first, then from conservatively found ones.
+    late = {g.root_names[i] for i in g.late_groups}
+    paths.sort(key=lambda p: (p[0].constructor in late, len(p)))
+    return Retainers(target, paths[:n], True, len(by_src), notes)
+
+
+def _owned(g: gmod.Graph, rf: RefFinder, seen, edges: list[int]) -> list[int]:
+    """The path's edges, with the JS object that owns the internal array a root
+    holds put before that array (a global's property dictionary, an object's
+    elements): the path then names the property that holds the next step."""
+    np = gmod.numpy()
+    if len(edges) < 3:
+        return edges
+    first = int(g.edge_to[edges[1]])
+    if first < g.first_object or _is_js(rf, int(g.node_addr[first])):
+        return edges
+    into = np.flatnonzero((g.edge_to == first) & (g.edge_type != gmod.E_WEAK))
+    for e in into[:64].tolist():
+        s = gmod.source(g, e)
+        if s < g.first_object or not seen[s] or not _is_js(rf, int(g.node_addr[s])):
+            continue
+        # The owner, as one more object the root group holds.
+        back = np.flatnonzero(g.edge_to[g.first_edge[1]:g.first_edge[g.first_object]] == s)
+        if len(back):
+            return [edges[0], int(g.first_edge[1] + back[0]), e] + edges[2:]
+    return edges
 
 
 def _steps(g: gmod.Graph, rf: RefFinder, edges: list[int]) -> list[Step]:
@@ -174,7 +205,11 @@ def _edge_name(g: gmod.Graph, rf: RefFinder, e: int) -> str:
             if refs:
                 return refs[0].via
         elif rf.ctx_lo <= t <= rf.ctx_hi:
-            return rf._from_context(holder, slot)[0].via
+            via = rf._from_context(holder, slot)[0].via
+            index = (off - 16) // 8
+            if via == f"closure:<slot {index}>" and index in _CONTEXT_HEADER:
+                return _CONTEXT_HEADER[index]
+            return via
         elif t >= 0:
             name = field_name(rf.h, holder, t, slot)
             if name:

@@ -63,9 +63,9 @@ def numpy():
     """NumPy, which the graph needs (it keeps the heap in arrays)."""
     try:
         import numpy as np
-    except ImportError:
+    except ImportError as e:
         raise V8DbgError("the heap graph needs NumPy (pip install numpy, or "
-                         "python3-numpy for the debugger's Python)") from None
+                         f"python3-numpy for the debugger's Python): {e}") from None
     return np
 
 

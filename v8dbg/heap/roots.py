@@ -174,8 +174,9 @@ def root_groups(prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
     notes = []
     handles, stale = _handles(prog, heap)
     if handles is None:
-        notes.append("the handle scope's blocks were not found: stale handles past its "
-                     "top may count as roots")
+        # None open (as while node waits in its event loop), or none found: the
+        # blocks, if any, are read with the native roots below.
+        pass
         handles = []
     budget = [MAX_NATIVE_BYTES]
     stack_vals, cut1 = _pointers(np, prog, _cut(sorted(stacks), chunks), lo, hi, budget)

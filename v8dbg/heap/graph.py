@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted
-from . import census
+from . import census, roots
 from .walk import K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2
 
 if TYPE_CHECKING:
@@ -159,7 +159,6 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     if got is not None:
         return got
     np = numpy()
-    from . import roots as rootsmod
     t0 = time.monotonic()
     c = census.of(prog, heap)
     w = st.walker
@@ -184,7 +183,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         done += p.end - p.start
         if progress is not None:
             progress.update(done // 2, total)
-    groups = rootsmod.root_groups(prog, heap, lo, hi)
+    groups = roots.root_groups(np, prog, heap, lo, hi)
     names = [g.name for g in groups]
     first = 1 + len(names)
     objs = np.concatenate(addr_parts) if addr_parts else np.zeros(0, dtype=np.uint64)

@@ -144,10 +144,8 @@ def _chunks(prog: Program, lay, regs: list[tuple[int, int]], heaps) -> list[tupl
     return out
 
 
-def root_groups(prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
-    """The root groups of the heap whose objects lie in [lo, hi]."""
-    from .graph import numpy
-    np = numpy()
+def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
+    """The root groups of the heap whose objects lie in [lo, hi] (np: NumPy)."""
     regs = v8pages.regions(prog)
     lay = v8pages.layout(prog)
     heaps = v8pages.find_heaps(prog, lay)

@@ -181,7 +181,10 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     handle_vals, cut3 = _pointers(np, prog, sorted(handles), lo, hi, budget)
     skip = stacks + dead + handles + stale
     native = _cut(_cut(regs, chunks), sorted(skip))
-    gh_strong, gh_weak, gh_blocks, cut2 = _global_handles(np, prog, native, lo, hi, budget)
+    # One read of native memory: global handle blocks, and every word that
+    # holds an object's address, kept with where it was.
+    gh_strong, gh_weak, gh_blocks, cut2, vals, where = \
+        _global_handles(np, prog, native, lo, hi, budget)
     if not gh_blocks:
         notes.append("no block of V8's global handles was found: objects only they hold "
                      "count as garbage")
@@ -191,19 +194,16 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     strong_vals, cut4 = _pointers(np, prog, [span] if span else [], lo, hi, budget)
     groups = [RootGroup(STRONG, strong_vals), RootGroup(GLOBAL, gh_strong, weak=gh_weak),
               RootGroup(HANDLES, handle_vals), RootGroup(STACK, stack_vals)]
-    if True:
-        if _main_isolate(prog, heap):
-            # Threads other than the main one malloc from their own arenas: for
-            # the main isolate those are V8's helper threads, whose freed GC
-            # worklists and compile jobs hold stale addresses of objects.
-            skip += secondary_heaps(regs, v8pages.bulk(prog).read)
-            native = _cut(_cut(regs, chunks), sorted(skip))
-        rest = _cut(native, sorted(gh_blocks + ([span] if span else [])))
-        native_vals, cut5 = _pointers(np, prog, rest, lo, hi, budget)
-        groups.append(RootGroup(NATIVE, native_vals, late=True))
+    away = gh_blocks + ([span] if span else [])
+    if _main_isolate(prog, heap):
+        # Threads other than the main one malloc from their own arenas: for the
+        # main isolate those are V8's helper threads, whose freed GC worklists
+        # and compile jobs hold stale addresses of objects.
+        away += secondary_heaps(regs, v8pages.bulk(prog).read)
+    groups.append(RootGroup(NATIVE, np.unique(vals[~_inside(np, where, away)]), late=True))
     if not threads or not stacks:
         notes.append("no thread's stack could be read: stack roots are missing")
-    if cut1 or cut2 or cut3 or cut4 or cut5:
+    if cut1 or cut2 or cut3 or cut4:
         notes.append(f"roots were looked for in the first {MAX_NATIVE_BYTES >> 30} GB "
                      "of native memory only")
     groups[0].notes = notes
@@ -216,9 +216,10 @@ GH_NORMAL = 1  # a node's state (flags & 7): a strong handle; 2, 3 are weak
 
 
 def _global_handles(np, prog: Program, ranges: list[tuple[int, int]], lo: int, hi: int,
-                    budget: list[int]) -> tuple[Any, Any, list[tuple[int, int]], bool]:
-    """(strong, weak) values of V8's global handles, the blocks found, and
-    whether a cap cut the search short.
+                    budget: list[int]) -> tuple[Any, Any, list[tuple[int, int]], bool, Any, Any]:
+    """(strong, weak) values of V8's global handles, the blocks found,
+    whether a cap cut the search short, and every word of the ranges that
+    holds a tagged pointer into [lo, hi] (values, and their addresses).
 
     A block of global handles is 256 nodes, each its object first and, in
     the word after it, its index in the block (byte 2) and its state (byte 3,
@@ -227,9 +228,11 @@ def _global_handles(np, prog: Program, ranges: list[tuple[int, int]], lo: int, h
     """
     src = v8pages.bulk(prog)
     strong, weak, blocks = [], [], []
+    vals: list = []
+    where: list = []
     for s, e in ranges:
         a = (s + 7) & ~7
-        while a + GH_BLOCK * 24 <= e:
+        while a + 8 <= e:
             check_interrupted()
             n = min(CHUNK, e - a) & ~7
             if budget[0] < n:
@@ -243,6 +246,11 @@ def _global_handles(np, prog: Program, ranges: list[tuple[int, int]], lo: int, h
                 a += n
                 continue
             W = np.frombuffer(data, dtype="<u8")
+            hit = np.flatnonzero(((W & np.uint64(3)) == 1) & (W >= np.uint64(lo)) &
+                                 (W <= np.uint64(hi)))
+            if len(hit):
+                vals.append(W[hit])
+                where.append(hit.astype(np.uint64) * np.uint64(8) + np.uint64(a))
             X = ((W >> np.uint64(16)) & np.uint64(0xFF)).astype(np.uint8)
             lastw = 0
             for S in GH_STRIDES:
@@ -268,7 +276,26 @@ def _global_handles(np, prog: Program, ranges: list[tuple[int, int]], lo: int, h
             adv = n - GH_BLOCK * 40 if a + n < e else n
             a += max(8, adv & ~7)
     cat = (lambda parts: np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64))
-    return cat(strong), cat(weak), sorted(set(blocks)), budget[0] <= 0
+    cat2 = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.uint64))
+    v, w = cat2(vals), cat2(where)
+    # Chunks overlap (a block across a chunk's end): each word once.
+    w, first = np.unique(w, return_index=True)
+    return cat(strong), cat(weak), sorted(set(blocks)), budget[0] <= 0, v[first], w
+
+
+def _inside(np, addrs, ranges: list[tuple[int, int]]):
+    """Which of addrs lie in one of the [start, end) ranges."""
+    if not ranges or not len(addrs):
+        return np.zeros(len(addrs), dtype=bool)
+    rs = sorted(ranges)
+    starts = np.array([r[0] for r in rs], dtype=np.uint64)
+    ends = np.array([r[1] for r in rs], dtype=np.uint64)
+    i = np.searchsorted(starts, addrs, side="right") - 1
+    ok = i >= 0
+    i = np.maximum(i, 0)
+    # Ranges may nest or overlap: the furthest end among those started before.
+    reach = np.maximum.accumulate(ends)
+    return ok & (addrs < reach[i])
 
 
 def _isolate_span(prog: Program, heap: int) -> tuple[int, int] | None:

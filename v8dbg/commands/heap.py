@@ -126,6 +126,8 @@ def _findjsobjects(p: argparse.ArgumentParser):
         elif reach.unreachable:
             lines.append(f"{reach.unreachable} objects besides that no GC root reaches any more "
                          "(garbage the next GC frees), not counted")
+        g = prog.heap_state.graphs.get(iso.heap)
+        lines.extend(f"note: {n}" for n in (g.root_notes if g is not None else []))
         if c.damaged_pages:
             lines.append(f"warning: {len(c.damaged_pages)} heap pages could not be walked to "
                          f"their end ({c.skipped_bytes} bytes skipped): objects there may be "

@@ -142,7 +142,13 @@ def _page_objects(np, prog: Program, p, nw) -> tuple[Any, Any, Any]:
     return starts, a[:, 2].astype(np.int64), a[:, 1]
 
 
-def _page_slots(np, w, p, starts, sizes, maps, lo: int, hi: int):
+def _data_kinds(np, w, maps):
+    """Per object (by its map): whether its body is data, not tagged slots."""
+    um, inv = np.unique(maps, return_inverse=True)
+    return np.array([w.info(int(m))[0] in _DATA_KINDS for m in um], dtype=bool)[inv]
+
+
+def _page_slots(np, w, p, starts, sizes, data_kind, lo: int, hi: int):
     """(object, byte offset, value, weak?) of each slot of one page's objects that
     holds a tagged pointer into [lo, hi]."""
     data = w.read_page(p)
@@ -159,20 +165,19 @@ def _page_slots(np, w, p, starts, sizes, maps, lo: int, hi: int):
     owner = np.where(ok, owner, 0)
     ok &= pos < starts[owner] + sizes[owner]
     # Objects whose body is data: only their map word is a slot.
-    um, inv = np.unique(maps, return_inverse=True)
-    data_kind = np.array([w.info(int(m))[0] in _DATA_KINDS for m in um], dtype=bool)
-    ok &= ~(data_kind[inv][owner] & (pos != starts[owner]))
+    ok &= ~(data_kind[owner] & (pos != starts[owner]))
     pos, owner = pos[ok], owner[ok]
     return owner, (pos - starts[owner]) * 8, val[pos], tag[pos] == 3
 
 
 def build(prog: Program, heap: int, progress=None) -> Graph:
-    """The graph of one heap; cached on the program until it runs again."""
+    """The graph of one heap; cached on the program until it runs again.
+
+    Two passes over the pages: their objects first (the nodes, in address
+    order), then their slots, each page's resolved to node indices at once,
+    so that no more than a few bytes per edge are ever held."""
     st = prog.heap_state
-    cache = getattr(st, "graphs", None)
-    if cache is None:
-        cache = st.graphs = {}
-    got = cache.get(heap)
+    got = st.graphs.get(heap)
     if got is not None:
         return got
     np = numpy()
@@ -187,42 +192,44 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     code = _code_owners(w, pages)
     lo = min(p.start for p in pages)
     hi = max(p.end for p in pages)
-    total = sum(p.end - p.start for p in pages)
+    total = 2 * sum(p.end - p.start for p in pages)
     done = 0
-    addr_parts, size_parts, slot_parts = [], [], []
+    per_page = []  # (word index, size in words, data kind) of each page's objects
     count = 0
     for p in pages:
         check_interrupted()
         starts, sizes, maps = _page_objects(np, prog, p, nw if p.owner not in code else None)
-        addr_parts.append(starts.astype(np.uint64) * np.uint64(8) + np.uint64(p.start + 1))
-        size_parts.append((sizes * 8).astype(np.uint32))
-        owner, off, val, weak = _page_slots(np, w, p, starts, sizes, maps, lo, hi)
-        slot_parts.append((owner + count, off, val, weak))
+        per_page.append((starts.astype(np.int64), sizes.astype(np.int64),
+                         _data_kinds(np, w, maps)))
         count += len(starts)
         if count > MAX_NODES:
             raise V8DbgError(f"the heap holds more than {MAX_NODES} objects: too many "
                              "for its graph in this process's memory")
         done += p.end - p.start
         if progress is not None:
-            progress.update(done // 2, total)
+            progress.update(done, total)
     groups = roots.root_groups(np, prog, heap, lo, hi)
     names = [g.name for g in groups]
     first = 1 + len(names)
-    objs = np.concatenate(addr_parts) if addr_parts else np.zeros(0, dtype=np.uint64)
-    node_addr = np.concatenate([np.zeros(first, dtype=np.uint64), objs])
-    node_size = np.concatenate([np.zeros(first, dtype=np.uint32),
-                                np.concatenate(size_parts) if size_parts
-                                else np.zeros(0, dtype=np.uint32)])
+    node_addr = np.zeros(first + count, dtype=np.uint64)
+    node_size = np.zeros(first + count, dtype=np.uint32)
+    k = first
+    for p, (starts, sizes, _dk) in zip(pages, per_page):
+        node_addr[k:k + len(starts)] = starts.astype(np.uint64) * np.uint64(8) + \
+            np.uint64(p.start + 1)
+        node_size[k:k + len(starts)] = sizes * 8
+        k += len(starts)
     n = len(node_addr)
+    degree = np.zeros(n, dtype=np.int64)
 
     def resolve(vals):
         i = np.minimum(np.searchsorted(node_addr, vals), n - 1)
         return i, (node_addr[i] == vals) & (i >= first)
 
-    src_p, to_p, type_p, name_p = [], [], [], []
+    to_p, type_p, name_p = [], [], []
     # The root and its groups.
-    src_p.append(np.zeros(len(names), dtype=np.int64))
-    to_p.append(np.arange(1, first, dtype=np.int64))
+    degree[0] = len(names)
+    to_p.append(np.arange(1, first, dtype=np.uint32))
     type_p.append(np.full(len(names), E_ELEMENT, dtype=np.uint8))
     name_p.append(np.arange(len(names), dtype=np.uint32))
     notes: list[str] = []
@@ -234,30 +241,50 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         if g.weak is not None and len(g.weak):
             weak, wok = resolve(g.weak)
             weak = np.setdiff1d(np.unique(weak[wok]), to)
-        src_p.append(np.full(len(to) + len(weak), 1 + gi, dtype=np.int64))
-        to_p.append(np.concatenate([to, weak]))
+        degree[1 + gi] = len(to) + len(weak)
+        to_p.append(np.concatenate([to, weak]).astype(np.uint32))
         type_p.append(np.concatenate([np.full(len(to), E_ELEMENT, dtype=np.uint8),
                                       np.full(len(weak), E_WEAK, dtype=np.uint8)]))
         name_p.append(np.arange(len(to) + len(weak), dtype=np.uint32))
-    for k, (owner, off, val, weak) in enumerate(slot_parts):
+    k = first
+    for pi, p in enumerate(pages):
         check_interrupted()
+        starts, sizes, dk = per_page[pi]
+        per_page[pi] = None  # type: ignore[call-overload]
+        owner, off, val, weak = _page_slots(np, w, p, starts, sizes, dk, lo, hi)
         to, ok = resolve(val)
-        src_p.append(owner[ok] + first)
-        to_p.append(to[ok])
+        degree[k:k + len(starts)] = np.bincount(owner[ok], minlength=len(starts))
+        to_p.append(to[ok].astype(np.uint32))
         type_p.append(np.where(weak[ok], E_WEAK, E_INTERNAL).astype(np.uint8))
         name_p.append(off[ok].astype(np.uint32))
-        slot_parts[k] = None  # type: ignore[call-overload]
+        k += len(starts)
+        done += p.end - p.start
         if progress is not None:
-            progress.update(total // 2 + (k + 1) * (total // 2) // max(1, len(pages)), total)
-    src = np.concatenate(src_p)
+            progress.update(done, total)
     first_edge = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=first_edge[1:])
-    g = Graph(heap, node_addr, node_size, first_edge,
-              np.concatenate(to_p).astype(np.uint32), np.concatenate(type_p),
-              np.concatenate(name_p), names, first, time.monotonic() - t0, notes,
+    np.cumsum(degree, out=first_edge[1:])
+    del degree
+    edge_to = _cat(np, to_p, np.uint32)
+    edge_type = _cat(np, type_p, np.uint8)
+    edge_name = _cat(np, name_p, np.uint32)
+    g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
+              first, time.monotonic() - t0, notes,
               [i for i, gr in enumerate(groups) if gr.late])
-    cache[heap] = g
+    st.graphs[heap] = g
     return g
+
+
+def _cat(np, parts: list, dtype):
+    """The parts in one array, each part let go once copied (peak: the result
+    and one part more, not twice the whole)."""
+    out = np.empty(sum(len(x) for x in parts), dtype=dtype)
+    k = 0
+    for i in range(len(parts)):
+        x = parts[i]
+        out[k:k + len(x)] = x
+        k += len(x)
+        parts[i] = None
+    return out
 
 
 def reach(g: Graph) -> tuple[Any, Any]:

@@ -456,7 +456,8 @@ _validators: dict[str, object] = {}
 _KINDS = [("type", "jsprint"), ("frames", "jsstack"), ("threads", "jsstack"),
           ("groups", "findjsobjects"), ("variables", "jsclosure"),
           ("chains", "jsasync"), ("functions", "jsfunctions"), ("instances", "findjsinstances"),
-          ("refs", "findjsrefs"), ("node_version", "nodeinfo"), ("isolates", "jsisolates"),
+          ("refs", "findjsrefs"), ("paths", "jsretainers"),
+          ("node_version", "nodeinfo"), ("isolates", "jsisolates"),
           ("source", "jssource"), ("constructor", "jsconstructor"), ("buckets", "triage"),
           ("resources", "jshandles")]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import struct
+import sys
 
 import lldb  # type: ignore[import-not-found]
 
@@ -22,6 +23,29 @@ from .interrupt import set_interrupt_check
 from .inferior.backend import Registers, ThreadInfo, proc_maps
 from .inferior.corefile import binary_named_by, core_mappings, core_process_name
 from .inferior.disasm import Disassembly, Instruction
+
+
+def _system_packages() -> None:
+    """Let lldb's Python find the system's packages (Debian's python3-numpy,
+    which the heap graph needs). lldb's embedded Python takes its home from
+    the first python3 on PATH (pyenv's, a venv's), whose own site-packages
+    it then leaves out as well; the system's, built for the libpython lldb
+    runs, are added last."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        d = "/usr/lib/python3/dist-packages"
+        if os.path.isdir(d) and d not in sys.path:
+            sys.path.append(d)
+        # Imported now, while the plugin loads: imported first inside a
+        # command, it swallowed what that command's `script` line printed.
+        try:
+            import numpy  # noqa: F401,F811
+        except ImportError:
+            pass
+
+
+_system_packages()
 
 
 def _target():

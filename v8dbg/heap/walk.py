@@ -587,14 +587,19 @@ class NumpyPages:
         same = self.K[ki] == W[hit]
         return hit[same], ki[same]
 
-    def walk(self, p: Page, data, rec: bool = True) -> PageWalk:
+    def walk(self, p: Page, data, rec: bool = True, starts: list | None = None,
+             chain: list | None = None) -> PageWalk:
+        """The walk of one page; with `starts` (and `chain`), every object's
+        (address, map, size in words) instead of the JS objects' addresses:
+        those `step` takes appended to starts, the chain's as arrays (word
+        index, size, map) to chain."""
         np = self.np
         self._tables()
         W = np.frombuffer(data, dtype="<u8")
         n = len(W)
         w = self.w
         if n < 2 or not len(self.K):
-            return w.walk(p, memoryview(data).cast("Q"), rec)
+            return w.walk(p, memoryview(data).cast("Q"), rec, starts)
         res = PageWalk()
         K = self.K
         cand, ki = self.candidates(W)
@@ -650,7 +655,7 @@ class NumpyPages:
                     c = c2
                 if sb > 0:
                     continue
-            pos = w.step(W, pos, n, res, rec, base1)
+            pos = w.step(W, pos, n, res, rec, base1, starts)
         if parts:
             if len(parts) == 1:
                 ch = np.arange(parts[0][0], parts[0][1])
@@ -658,7 +663,10 @@ class NumpyPages:
                 ch = np.concatenate([np.arange(x, y) for x, y in parts])
             counted = kind[ch] != K_FREE
             res.count += int(counted.sum())
-            if rec:
+            if chain is not None:
+                cc = ch[counted]
+                chain.append((cand[cc], S[cc], K[ki[cc]]))
+            elif rec:
                 self._record(res, p, cand, ki, ch[self.KR[ki[ch]] & counted])
         return res
 

@@ -20,3 +20,4 @@ class HeapState:
     census: dict[int, Any] = field(default_factory=dict)  # Heap address -> Census
     groups: dict[int, list] = field(default_factory=dict)  # Heap address -> shape groups
     functions: dict[int, list] = field(default_factory=dict)  # Heap address -> function rows
+    graphs: dict[int, Any] = field(default_factory=dict)  # Heap address -> its Graph

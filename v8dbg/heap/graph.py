@@ -1,0 +1,286 @@
+"""The heap as a graph: every object of the census walk a node, every tagged
+slot that holds an object an edge, and the GC roots above them.
+
+One graph per heap, built once and shared by every command that asks why
+an object is alive (findjsobjects' reachability, jsretainers, retained
+sizes). It is held in NumPy arrays, a few bytes per node and edge, never a
+Python object per node:
+
+- `node_addr`  uint64[n]: the tagged address of node i, ascending. Nodes
+  0 .. first_object-1 are synthetic, with address 0: node 0 is the root,
+  nodes 1 .. first_object-1 the GC root groups (`root_names[i-1]`, named as
+  V8's heap snapshot names them, e.g. `(Stack roots)`).
+- `node_size`  uint32[n]: bytes of the object (0 for the synthetic nodes).
+- `first_edge` int64[n+1]: CSR offsets; the edges of node i are
+  first_edge[i] .. first_edge[i+1]-1.
+- `edge_to`    uint32[m]: the node index an edge points to.
+- `edge_type`  uint8[m]: V8's HeapGraphEdge::Type numbering: 0 context,
+  1 element, 2 property, 3 internal, 4 hidden, 5 shortcut, 6 weak.
+- `edge_name`  uint32[m]: for an edge of a synthetic node (the root to its
+  groups, a group to the objects it holds) the element index; for an edge
+  of a heap object, the byte offset of its slot in that object. Names are
+  made from it only for the edges shown to users (`paths.label`).
+
+Node 0's edges go to every root group, the groups' edges to the objects
+they hold. Weak edges (type 6) are there but never make anything
+reachable.
+
+How edges are found: every aligned word of an object's body (its map word
+included, as V8's snapshot has a `map` edge) whose value is the tagged
+address of an object's start, strong (tag 01) or weak (tag 11); the bodies
+of objects holding raw data (strings' characters, byte arrays, BigInts) are
+not looked at. Every slot is typed `internal` or `weak` by its tag; the
+finer kind of an edge (property, element, context variable) is said with
+its name, when a path shows it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import V8DbgError
+from ..interrupt import check_interrupted
+from . import census
+from .walk import K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2
+
+if TYPE_CHECKING:
+    from ..program import Program
+
+E_CONTEXT, E_ELEMENT, E_PROPERTY, E_INTERNAL, E_HIDDEN, E_SHORTCUT, E_WEAK = range(7)
+
+# Kinds of objects whose body is data, not tagged slots.
+_DATA_KINDS = (K_SEQ1, K_SEQ2, K_BYTES, K_BIGINT, K_FREE)
+
+# Far above real heaps (the 4 GB test heap has some 40 million objects); a
+# heap past it is refused with a message rather than exhausting memory.
+MAX_NODES = 1 << 31
+
+
+def numpy():
+    """NumPy, which the graph needs (it keeps the heap in arrays)."""
+    try:
+        import numpy as np
+    except ImportError:
+        raise V8DbgError("the heap graph needs NumPy (pip install numpy, or "
+                         "python3-numpy for the debugger's Python)") from None
+    return np
+
+
+@dataclass
+class Graph:
+    """One heap's graph in arrays (see the module's docstring)."""
+
+    heap: int
+    node_addr: Any
+    node_size: Any
+    first_edge: Any
+    edge_to: Any
+    edge_type: Any
+    edge_name: Any
+    root_names: list[str]
+    first_object: int
+    seconds: float = 0.0
+    root_notes: list[str] = field(default_factory=list)  # root groups not read, and why
+    _reach: Any = None
+    _parent: Any = None
+
+    @property
+    def nodes(self) -> int:
+        return len(self.node_addr)
+
+    @property
+    def edges(self) -> int:
+        return len(self.edge_to)
+
+    def index(self, addr: int) -> int | None:
+        """The node of the object at tagged address addr, None if none starts there."""
+        np = numpy()
+        i = int(np.searchsorted(self.node_addr, np.uint64(addr)))
+        if self.first_object <= i < self.nodes and int(self.node_addr[i]) == addr:
+            return i
+        return None
+
+    def indices(self, addrs) -> Any:
+        """Node indices of many tagged addresses at once (-1 where none starts)."""
+        np = numpy()
+        a = np.asarray(addrs, dtype=np.uint64)
+        i = np.searchsorted(self.node_addr, a)
+        i = np.minimum(i, self.nodes - 1)
+        ok = (self.node_addr[i] == a) & (i >= self.first_object)
+        return np.where(ok, i, -1)
+
+
+def _page_objects(np, prog: Program, p) -> tuple[Any, Any, Any]:
+    """(word index, size in words, map) of each object of one page, as the census walks it."""
+    objs = census.object_starts(prog, p)
+    if not objs:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, np.zeros(0, dtype=np.uint64)
+    a = np.array(objs, dtype=np.uint64)
+    starts = ((a[:, 0] - np.uint64(1 + p.start)) >> np.uint64(3)).astype(np.int64)
+    return starts, a[:, 2].astype(np.int64), a[:, 1]
+
+
+def _page_slots(np, w, p, starts, sizes, maps, lo: int, hi: int):
+    """(object, byte offset, value, weak?) of each slot of one page's objects that
+    holds a tagged pointer into [lo, hi]."""
+    data = w.read_page(p)
+    empty = np.zeros(0, dtype=np.int64)
+    if data is None or not len(starts):
+        return empty, empty, np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool)
+    W = np.frombuffer(data, dtype="<u8")
+    tag = W & np.uint64(3)
+    val = W & ~np.uint64(2)
+    pos = np.flatnonzero(((tag == 1) | (tag == 3)) & (val >= np.uint64(lo)) &
+                         (val <= np.uint64(hi)))
+    owner = np.searchsorted(starts, pos, side="right") - 1
+    ok = owner >= 0
+    owner = np.where(ok, owner, 0)
+    ok &= pos < starts[owner] + sizes[owner]
+    # Objects whose body is data: only their map word is a slot.
+    um, inv = np.unique(maps, return_inverse=True)
+    data_kind = np.array([w.info(int(m))[0] in _DATA_KINDS for m in um], dtype=bool)
+    ok &= ~(data_kind[inv][owner] & (pos != starts[owner]))
+    pos, owner = pos[ok], owner[ok]
+    return owner, (pos - starts[owner]) * 8, val[pos], tag[pos] == 3
+
+
+def build(prog: Program, heap: int, progress=None) -> Graph:
+    """The graph of one heap; cached on the program until it runs again."""
+    st = prog.heap_state
+    cache = getattr(st, "graphs", None)
+    if cache is None:
+        cache = st.graphs = {}
+    got = cache.get(heap)
+    if got is not None:
+        return got
+    np = numpy()
+    from . import roots as rootsmod
+    t0 = time.monotonic()
+    c = census.of(prog, heap)
+    w = st.walker
+    pages = sorted(c.pages, key=lambda p: p.start)
+    lo = min(p.start for p in pages)
+    hi = max(p.end for p in pages)
+    total = sum(p.end - p.start for p in pages)
+    done = 0
+    addr_parts, size_parts, slot_parts = [], [], []
+    count = 0
+    for p in pages:
+        check_interrupted()
+        starts, sizes, maps = _page_objects(np, prog, p)
+        addr_parts.append(starts.astype(np.uint64) * np.uint64(8) + np.uint64(p.start + 1))
+        size_parts.append((sizes * 8).astype(np.uint32))
+        owner, off, val, weak = _page_slots(np, w, p, starts, sizes, maps, lo, hi)
+        slot_parts.append((owner + count, off, val, weak))
+        count += len(starts)
+        if count > MAX_NODES:
+            raise V8DbgError(f"the heap holds more than {MAX_NODES} objects: too many "
+                             "for its graph in this process's memory")
+        done += p.end - p.start
+        if progress is not None:
+            progress.update(done // 2, total)
+    groups = rootsmod.root_groups(prog, heap, lo, hi)
+    names = [g.name for g in groups]
+    first = 1 + len(names)
+    objs = np.concatenate(addr_parts) if addr_parts else np.zeros(0, dtype=np.uint64)
+    node_addr = np.concatenate([np.zeros(first, dtype=np.uint64), objs])
+    node_size = np.concatenate([np.zeros(first, dtype=np.uint32),
+                                np.concatenate(size_parts) if size_parts
+                                else np.zeros(0, dtype=np.uint32)])
+    n = len(node_addr)
+
+    def resolve(vals):
+        i = np.minimum(np.searchsorted(node_addr, vals), n - 1)
+        return i, (node_addr[i] == vals) & (i >= first)
+
+    src_p, to_p, type_p, name_p = [], [], [], []
+    # The root and its groups.
+    src_p.append(np.zeros(len(names), dtype=np.int64))
+    to_p.append(np.arange(1, first, dtype=np.int64))
+    type_p.append(np.full(len(names), E_ELEMENT, dtype=np.uint8))
+    name_p.append(np.arange(len(names), dtype=np.uint32))
+    notes: list[str] = []
+    for gi, g in enumerate(groups):
+        notes.extend(g.notes)
+        to, ok = resolve(g.values)
+        to = np.unique(to[ok])
+        src_p.append(np.full(len(to), 1 + gi, dtype=np.int64))
+        to_p.append(to)
+        type_p.append(np.full(len(to), E_ELEMENT, dtype=np.uint8))
+        name_p.append(np.arange(len(to), dtype=np.uint32))
+    for k, (owner, off, val, weak) in enumerate(slot_parts):
+        check_interrupted()
+        to, ok = resolve(val)
+        src_p.append(owner[ok] + first)
+        to_p.append(to[ok])
+        type_p.append(np.where(weak[ok], E_WEAK, E_INTERNAL).astype(np.uint8))
+        name_p.append(off[ok].astype(np.uint32))
+        slot_parts[k] = None  # type: ignore[call-overload]
+        if progress is not None:
+            progress.update(total // 2 + (k + 1) * (total // 2) // max(1, len(pages)), total)
+    src = np.concatenate(src_p)
+    first_edge = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=first_edge[1:])
+    g = Graph(heap, node_addr, node_size, first_edge,
+              np.concatenate(to_p).astype(np.uint32), np.concatenate(type_p),
+              np.concatenate(name_p), names, first, time.monotonic() - t0, notes)
+    cache[heap] = g
+    return g
+
+
+def reach(g: Graph) -> tuple[Any, Any]:
+    """(reached, parent edge) per node: breadth first from the root, weak edges
+    not followed; the parent edge of a node is the first edge that reached it
+    on a shortest path (-1 for the root and what nothing reaches)."""
+    if g._reach is not None:
+        return g._reach, g._parent
+    np = numpy()
+    n = g.nodes
+    seen = np.zeros(n, dtype=bool)
+    parent = np.full(n, -1, dtype=np.int64)
+    seen[0] = True
+    frontier = np.zeros(1, dtype=np.int64)
+    fe, to, ty = g.first_edge, g.edge_to, g.edge_type
+    while len(frontier):
+        check_interrupted()
+        s = fe[frontier]
+        cnt = fe[frontier + 1] - s
+        tot = int(cnt.sum())
+        if not tot:
+            break
+        # The edge indices of the whole frontier, in order, at once.
+        off = np.repeat(s - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+        idx = off + np.arange(tot, dtype=np.int64)
+        idx = idx[ty[idx] != E_WEAK]
+        t = to[idx].astype(np.int64)
+        new = ~seen[t]
+        idx, t = idx[new], t[new]
+        u, first = np.unique(t, return_index=True)
+        parent[u] = idx[first]
+        seen[u] = True
+        frontier = u
+    g._reach, g._parent = seen, parent
+    return seen, parent
+
+
+def source(g: Graph, edge: int) -> int:
+    """The node an edge comes from."""
+    np = numpy()
+    return int(np.searchsorted(g.first_edge, edge, side="right")) - 1
+
+
+def split_reachable(prog: Program, heap: int, addrs) -> tuple[Any, int]:
+    """(the addresses some root reaches, how many of them none reaches)."""
+    np = numpy()
+    from array import array
+    g = build(prog, heap)
+    seen, _ = reach(g)
+    a = np.frombuffer(addrs, dtype=np.uint64) if isinstance(addrs, array) \
+        else np.asarray(addrs, dtype=np.uint64)
+    i = g.indices(a)
+    keep = (i >= 0) & seen[np.maximum(i, 0)]
+    kept = a[keep]
+    return array("Q", kept.astype("<u8").tobytes()), int(len(a) - len(kept))

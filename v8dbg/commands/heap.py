@@ -10,7 +10,7 @@ import argparse
 import time
 
 from ..errors import TargetMemoryError, V8DbgError
-from ..heap import census
+from ..heap import census, retained
 from ..heap.functions import functions
 from ..heap.groups import groups, instances, proxies
 from ..heap.isolates import Isolate, choose, isolates
@@ -63,12 +63,27 @@ def _props_text(props: list[str], limit: int = 6) -> str:
     return shown
 
 
+def _retained(prog: Program, heap: int, rows: list) -> list[int]:
+    """Each row's retained size, with a progress line while the graph is made."""
+    line = Progress("building the heap graph")
+    try:
+        return retained.of_groups(prog, heap, rows, line)
+    finally:
+        line.done()
+
+
 @command("findjsobjects", "heap census: live objects grouped by constructor and properties",
          "Walk V8's heap and count the live JavaScript objects, one row per object "
          "shape (constructor name and property names), most numerous first.")
 def _findjsobjects(p: argparse.ArgumentParser):
     p.add_argument("-c", metavar="NAME", help="only objects whose constructor is NAME")
     p.add_argument("-p", metavar="PROP", help="only objects that have property PROP")
+    p.add_argument("--retained", action="store_true",
+                   help="add each row's retained size: the bytes its objects hold alive "
+                        "together (the DevTools retained sizes of its objects that no other "
+                        "object of the row dominates, summed)")
+    p.add_argument("--sort", choices=("count", "size", "retained"), default="count",
+                   help="order of the rows (retained implies --retained; default count)")
     p.add_argument("--json", action="store_true", help="print one line of JSON")
     _isolate_args(p)
 
@@ -82,17 +97,28 @@ def _findjsobjects(p: argparse.ArgumentParser):
             rows = [g for g in rows if g.constructor == args.c]
         if args.p is not None:
             rows = [g for g in rows if args.p in g.properties]
+        want_retained = args.retained or args.sort == "retained"
+        kept = _retained(prog, iso.heap, rows) if want_retained else []
+        order = sorted(range(len(rows)), key=lambda i: (
+            -(kept[i] if args.sort == "retained" else
+              rows[i].size if args.sort == "size" else rows[i].count), i))
+        rows = [rows[i] for i in order]
+        kept = [kept[i] for i in order] if want_retained else []
         seconds = round(max(c.seconds, time.monotonic() - t0), 3)
         data = {"groups": [{"constructor": g.constructor, "properties": g.properties,
                             "count": g.count, "size": g.size,
-                            "representative": hexaddr(g.representative)} for g in rows],
+                            **({"retained": kept[i]} if want_retained else {}),
+                            "representative": hexaddr(g.representative)}
+                           for i, g in enumerate(rows)],
                 "total_objects": c.total_objects, "seconds": seconds,
                 "unswept_pages": c.unswept_pages, "damaged_pages": len(c.damaged_pages),
                 "skipped_bytes": c.skipped_bytes, "left_out": c.left_out,
                 "proxies": proxies(prog, iso.heap), "isolate": iso.to_json()}
-        lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}  CONSTRUCTOR {{PROPERTIES}}"]
-        for g in rows:
-            lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {g.size:>11}  "
+        rh = f" {'RETAINED':>11}" if want_retained else ""
+        lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}{rh}  CONSTRUCTOR {{PROPERTIES}}"]
+        for i, g in enumerate(rows):
+            rc = f" {kept[i]:>11}" if want_retained else ""
+            lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {g.size:>11}{rc}  "
                          f"{g.constructor}" + (f" {{{_props_text(g.properties)}}}"
                                                if g.properties else ""))
         lines.append(f"{sum(g.count for g in rows)} objects in {len(rows)} groups "

@@ -40,6 +40,12 @@ class DominatorTree:
     retained: Any  # uint64 per node: bytes it keeps alive, itself included
     order: Any  # uint32: nodes in DFS preorder; each node's dominator comes before it
     hung_from_root: int  # nodes no retaining edge reaches, hung from the root
+    tin: Any  # uint32 per node: its place in a preorder of the dominator tree
+    subtree: Any  # uint32 per node: how many nodes it dominates, itself included
+
+    def dominates(self, a, b):
+        """Whether node(s) a dominate node(s) b (each node dominates itself)."""
+        return (self.tin[a] <= self.tin[b]) & (self.tin[b] < self.tin[a] + self.subtree[a])
 
 
 def _np():
@@ -228,11 +234,54 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
     # Retained sizes: each node added into its dominator, deepest numbers first.
     ret = np.asarray(sizes, np.uint64)[vert].tolist()  # by DFS number (index 0 unused)
     idl = idom_num
+    sub = [1] * (n + 1)
     for w in range(n, 1, -1):
-        ret[idl[w]] += ret[w]
+        d = idl[w]
+        ret[d] += ret[w]
+        sub[d] += sub[w]
+    # Preorder places in the dominator tree: a node's subtree is tin .. tin+subtree-1.
+    tin = [0] * (n + 1)
+    slot = [1] * (n + 1)
+    for w in range(2, n + 1):
+        d = idl[w]
+        t = tin[w] = slot[d]
+        slot[d] = t + sub[w]
+        slot[w] = t + 1
+    del slot
     retained = np.empty(n, np.uint64)
     retained[vert[1:]] = np.asarray(ret[1:], np.uint64)
-    return DominatorTree(idom, retained, vert[1:].astype(np.uint32), len(hung))
+    tin_a = np.empty(n, np.uint32)
+    tin_a[vert[1:]] = np.asarray(tin[1:], np.uint32)
+    sub_a = np.empty(n, np.uint32)
+    sub_a[vert[1:]] = np.asarray(sub[1:], np.uint32)
+    return DominatorTree(idom, retained, vert[1:].astype(np.uint32), len(hung), tin_a, sub_a)
+
+
+def set_retained(tree: DominatorTree, members, group) -> Any:
+    """Retained size of each set of nodes: the retained sizes of its members that
+    no other member of the same set dominates, summed.
+
+    `members` are node indices, `group` the set each belongs to (integers from
+    0). A member inside another's dominator subtree is already counted there.
+    """
+    np = _np()
+    members = np.asarray(members, np.int64)
+    group = np.asarray(group, np.int64)
+    k = int(group.max()) + 1 if len(group) else 0
+    if not len(members):
+        return np.zeros(k, np.uint64)
+    span = np.int64(len(tree.tin) + 1)
+    start = group * span + tree.tin[members].astype(np.int64)
+    end = start + tree.subtree[members].astype(np.int64)
+    o = np.argsort(start, kind="stable")
+    start, end, members, group = start[o], end[o], members[o], group[o]
+    # Dominator subtrees nest or are apart: a member is covered when it starts
+    # before the furthest end of the members of its set before it.
+    reach_ = np.maximum.accumulate(end)
+    before = np.concatenate([[np.int64(-1)], reach_[:-1]])
+    top = start >= before
+    return np.bincount(group[top], weights=tree.retained[members[top]].astype(np.float64),
+                       minlength=k).astype(np.uint64)
 
 
 def retained_sizes(first_edge, edge_to, edge_type, sizes, root: int = 0,

@@ -94,7 +94,7 @@ def _baseline_result(prog: Program, iso: Isolate, c: census.Census, rows: list,
                         "representative": hexaddr(r.group.representative)} for r in out],
             "total_objects": c.total_objects, "seconds": seconds,
             "unswept_pages": c.unswept_pages, "damaged_pages": len(c.damaged_pages),
-            "skipped_bytes": c.skipped_bytes, "left_out": c.left_out,
+            "skipped_bytes": c.skipped_bytes,
             "proxies": proxies(prog, iso.heap), "isolate": iso.to_json(),
             "baseline": {"core": args.baseline, "total_objects": old_c.total_objects,
                          "damaged_pages": len(old_c.damaged_pages)}}
@@ -177,7 +177,7 @@ def _findjsobjects(p: argparse.ArgumentParser):
                            for i, g in enumerate(rows)],
                 "total_objects": c.total_objects, "seconds": seconds,
                 "unswept_pages": c.unswept_pages, "damaged_pages": len(c.damaged_pages),
-                "skipped_bytes": c.skipped_bytes, "left_out": c.left_out,
+                "skipped_bytes": c.skipped_bytes,
                 "proxies": proxies(prog, iso.heap), "isolate": iso.to_json()}
         rh = f" {'RETAINED':>11}" if want_retained else ""
         lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}{rh}  CONSTRUCTOR {{PROPERTIES}}"]

@@ -122,3 +122,21 @@ def test_retained_as_devtools(version):
             (*LEAK, "SessionCache")}
     for name, r in mine.items():
         assert abs(r - dev[name]) <= 0.02 * dev[name], (name, r, dev[name])
+
+
+def test_baseline_bad_input():
+    """A missing baseline and a core of another node build: one line each, exit 1."""
+    import subprocess
+    import sys
+    from support import ROOT, node_binary
+    new = leak("24.21.0", BIG) / "core"
+    other = leak("18.20.8", SMALL) / "core"
+    for base, says in (("/nonexistent/core", "no such core file"),
+                       (str(other), "a core of another program or node build")):
+        p = subprocess.run([sys.executable, "-m", "v8dbg", "findjsobjects", "--baseline", base,
+                            "--core", str(new), "--binary", str(node_binary("24.21.0"))],
+                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert p.returncode == 1, p
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("v8dbg: --baseline: ") and says in lines[0], \
+            p.stderr

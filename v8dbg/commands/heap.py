@@ -71,7 +71,12 @@ def _open_baseline(prog: Program, path: str) -> Program:
         raise V8DbgError(f"--baseline: no such core file: {path}")
     from ..inferior.corefile import CoreBackend
     binary = prog.binary.path
-    return Program(CoreBackend(path, binary), binary)
+    backend = CoreBackend(path, binary)
+    old, new = backend.main_build_id(), prog.binary.build_id
+    if old and new and old != new:
+        raise V8DbgError(f"--baseline: {path} is a core of another program or node build "
+                         f"(build-id {old}), not of {binary} ({new})")
+    return Program(backend, binary)
 
 
 def _baseline_result(prog: Program, iso: Isolate, c: census.Census, rows: list,

@@ -78,3 +78,17 @@ def test_rules_on_a_small_graph():
     assert t.retained[1] == 1 + 2 + 4 + 8 + 16 + 256
     assert t.retained[10] == 512 + 1024
     assert t.retained[0] == sizes.sum()
+
+
+def test_set_retained_counts_nothing_twice():
+    """A set's retained size: its members' retained sizes, less those inside
+    another member's dominator subtree (here 4 is inside 1's, 2 and 3 apart)."""
+    P = D.EDGE_PROPERTY
+    # 0 -> 1 -> 2, 1 -> 4; 0 -> 3; 2 -> 5, 3 -> 5 (5 dominated by the root only)
+    first, to, typ = _graph(6, [(0, 1, P), (1, 2, P), (1, 4, P), (0, 3, P), (2, 5, P), (3, 5, P)])
+    sizes = np.asarray([0, 1, 2, 4, 8, 16], np.uint64)
+    t = D.retained_sizes(first, to, typ, sizes)
+    assert t.retained.tolist() == [31, 11, 2, 4, 8, 16]
+    assert bool(t.dominates(1, 4)) and not bool(t.dominates(2, 5)) and bool(t.dominates(0, 5))
+    got = D.set_retained(t, [1, 4, 2, 3, 5, 4], [0, 0, 1, 1, 2, 3])
+    assert got.tolist() == [11, 2 + 4, 16, 8]

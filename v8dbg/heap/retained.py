@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import graph as graphmod
-from .dominators import DominatorTree, retained_sizes, set_retained
+from .dominators import DominatorTree, dominator_tree, essential_edges, set_retained
 from .groups import Group, members
 
 if TYPE_CHECKING:
@@ -20,11 +20,22 @@ if TYPE_CHECKING:
 
 
 def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, DominatorTree]:
-    """The heap's graph and its dominator tree, made once per target state."""
+    """The heap's graph and its dominator tree, made once per target state.
+
+    Garbage (what no root reaches, which no GC has freed yet) retains
+    nothing: V8's snapshot, taken after a GC, has none, and an old backing
+    store of a grown array would otherwise share every element it held with
+    the live one, so that the root alone dominated them.
+    """
+    np = graphmod.numpy()
     g = graphmod.build(prog, heap, progress)
     t = getattr(g, "_dominators", None)
     if t is None:
-        t = retained_sizes(g.first_edge, g.edge_to, g.edge_type, g.node_size, 0)
+        seen, _ = graphmod.reach(g)
+        src = np.repeat(np.arange(g.nodes, dtype=np.int64), np.diff(g.first_edge))
+        ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, ~seen[src])
+        del src
+        t = dominator_tree(g.first_edge, g.edge_to, ess, g.node_size, 0)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t
 

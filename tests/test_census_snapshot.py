@@ -229,7 +229,8 @@ def test_counts_equal_snapshot(frontend: str, version: str) -> None:
     assert mine["Gadget"] == 1200 and mine["OldStyle"] == 700 and mine["Dropped"] == 0
     assert mine["Ledger"] == 50 and mine["Tagged"] == 6
     kl = [g for g in doc["groups"] if g["properties"] == ["kappa", "lambda"]]
-    assert [(g["constructor"], g["count"]) for g in kl] == [("Object", 333)], kl
+    # 333 made, and the literal's boilerplate, which V8's snapshot counts too.
+    assert [(g["constructor"], g["count"]) for g in kl] == [("Object", 333 + 1)], kl
     for name in ("Map", "Set", "WeakMap", "Promise", "Error", "Math", "JSON"):
         assert mine[name] == snap[name] > 0, name
     text = outputs(frontend, version)[-1]

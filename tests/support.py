@@ -464,7 +464,7 @@ _validators: dict[str, object] = {}
 _KINDS = [("type", "jsprint"), ("frames", "jsstack"), ("threads", "jsstack"),
           ("groups", "findjsobjects"), ("variables", "jsclosure"),
           ("functions", "jsfunctions"), ("instances", "findjsinstances"),
-          ("refs", "findjsrefs"), ("node_version", "nodeinfo"), ("isolates", "jsisolates"),
+          ("refs", "findjsrefs"), ("paths", "jsretainers"), ("node_version", "nodeinfo"), ("isolates", "jsisolates"),
           ("source", "jssource"), ("constructor", "jsconstructor")]
 
 

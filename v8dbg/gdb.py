@@ -238,7 +238,8 @@ SESSION = Session(_factory, evaluate=_evaluate,
                   no_binary="no node binary: load it first (`file /path/to/node`, or start "
                             "gdb as `gdb /path/to/node CORE` or `gdb -p PID`)")
 
-_ADDRESS_COMMANDS = {"jsprint", "jsclosure", "jssource", "jsconstructor", "findjsrefs", "jscode"}
+_ADDRESS_COMMANDS = {"jsprint", "jsclosure", "jssource", "jsconstructor", "findjsrefs", "jsretainers",
+                    "jscode"}
 
 
 def _doc(cmd: Command) -> str:

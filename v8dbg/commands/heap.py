@@ -1,4 +1,4 @@
-"""Heap commands: findjsobjects, findjsinstances, findjsrefs, jsfunctions, nodeinfo.
+"""Heap commands: findjsobjects, findjsinstances, findjsrefs, jsretainers, jsfunctions, nodeinfo.
 
 All of them start from one census of the heap (heap/census.py), kept in
 `prog.heap_state` so that later commands on the same target reuse it.
@@ -11,16 +11,20 @@ import os
 import time
 
 from ..errors import TargetMemoryError, V8DbgError
-from ..heap import census, retained
+from ..heap import census, graph, retained
 from ..heap.compare import grown
 from ..heap.functions import functions
 from ..heap.groups import groups, instances, proxies
 from ..heap.isolates import Isolate, choose, isolates
 from ..heap.nodeinfo import node_info
+from ..heap.paths import retainers
 from ..heap.refs import RefFinder
 from ..heap.shapes import Shapes
 from ..program import Program
 from .base import ArgumentError, Progress, Result, Session, command, hexaddr
+
+
+DEFAULT_PATHS = 5  # retaining paths jsretainers shows
 
 
 def _isolate_args(p: argparse.ArgumentParser) -> None:
@@ -50,6 +54,19 @@ def _census(prog: Program, heap: int) -> census.Census:
     line = Progress("scanning the heap")
     try:
         return census.of(prog, heap, line)
+    finally:
+        line.done()
+
+
+def _reachable(prog: Program, heap: int) -> graph.Reachable:
+    """What of the census some GC root reaches, with a progress line while the
+    heap's graph is built."""
+    r = prog.heap_state.reachable.get(heap)
+    if r is not None:
+        return r
+    line = Progress("following references from the GC roots")
+    try:
+        return graph.reachable(prog, heap, line)
     finally:
         line.done()
 
@@ -163,6 +180,7 @@ def _findjsobjects(p: argparse.ArgumentParser):
         t0 = time.monotonic()
         iso = _pick(prog, args)
         c = _census(prog, iso.heap)
+        reach = _reachable(prog, iso.heap)
         rows = pick_rows(prog, iso.heap, args)
         want_retained = args.retained or args.sort == "retained"
         kept = _retained(prog, iso.heap, rows) if want_retained else []
@@ -183,7 +201,8 @@ def _findjsobjects(p: argparse.ArgumentParser):
                 "total_objects": c.total_objects, "seconds": seconds,
                 "unswept_pages": c.unswept_pages, "damaged_pages": len(c.damaged_pages),
                 "skipped_bytes": c.skipped_bytes,
-                "proxies": proxies(prog, iso.heap), "isolate": iso.to_json()}
+                "proxies": proxies(prog, iso.heap), "unreachable": reach.unreachable,
+                "isolate": iso.to_json()}
         rh = f" {'RETAINED':>11}" if want_retained else ""
         lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}{rh}  CONSTRUCTOR {{PROPERTIES}}"]
         for i, g in enumerate(rows):
@@ -197,6 +216,12 @@ def _findjsobjects(p: argparse.ArgumentParser):
         if data["proxies"] and args.c is None and args.p is None:
             lines.append(f"{data['proxies']} proxies besides (JSProxy objects, which V8's "
                          "heap snapshot files apart from objects too)")
+        if reach.unreachable is None:
+            lines.append("garbage not told apart (the heap graph needs NumPy): objects no GC "
+                         "root reaches any more are counted too")
+        elif reach.unreachable:
+            lines.append(f"{reach.unreachable} objects besides that no GC root reaches any more "
+                         "(garbage the next GC frees), not counted")
         if c.damaged_pages:
             lines.append(f"warning: {len(c.damaged_pages)} heap pages could not be walked to "
                          f"their end ({c.skipped_bytes} bytes skipped): objects there may be "
@@ -242,6 +267,18 @@ def _findjsinstances(p: argparse.ArgumentParser):
     return run
 
 
+def _check_object(prog: Program, target: int) -> None:
+    """A clear error unless target is a tagged pointer to a V8 heap object."""
+    if target & 1 == 0:
+        raise V8DbgError(f"0x{target:x} is not a heap object pointer (tagged pointers are odd)")
+    try:
+        prog.mem.read(target - 1, 8)
+    except TargetMemoryError:
+        raise V8DbgError(f"0x{target:x} is not in the target's memory") from None
+    if not _shapes(prog).h.is_valid_object(target):
+        raise V8DbgError(f"0x{target:x} is not a V8 heap object (its map is not a Map)")
+
+
 # -- findjsrefs --------------------------------------------------------------------------------
 
 
@@ -256,14 +293,7 @@ def _findjsrefs(p: argparse.ArgumentParser):
     def run(sess: Session, args: argparse.Namespace) -> Result:
         target = sess.evaluate(args.addr)
         prog = sess.program()
-        if target & 1 == 0:
-            raise V8DbgError(f"0x{target:x} is not a heap object pointer (tagged pointers are odd)")
-        try:
-            prog.mem.read(target - 1, 8)
-        except TargetMemoryError:
-            raise V8DbgError(f"0x{target:x} is not in the target's memory") from None
-        if not _shapes(prog).h.is_valid_object(target):
-            raise V8DbgError(f"0x{target:x} is not a V8 heap object (its map is not a Map)")
+        _check_object(prog, target)
         iso = _pick(prog, args, target)
         _census(prog, iso.heap)
         refs = RefFinder(prog, iso.heap).refs(target)
@@ -279,6 +309,64 @@ def _findjsrefs(p: argparse.ArgumentParser):
                 who = f"[{who}: {r.name}]" if r.name else f"[{who} (anonymous)]"
             lines.append(f"{hexaddr(r.holder)} {r.holder_type:8} {who} {r.via}")
         lines.append(f"{len(refs)} references to {hexaddr(target)}")
+        lines.append(_where(prog, iso))
+        return Result(data, "\n".join(lines))
+
+    return run
+
+
+# -- jsretainers -------------------------------------------------------------------------------
+
+@command("jsretainers", "why an object is alive: its shortest retaining paths from a GC root",
+         "Print the shortest chains of references from a GC root to the object at ADDR "
+         "(as DevTools' Retainers view), shortest first: one path through each object "
+         "that holds it directly. Each step names the edge that holds the next: a "
+         "property, an array index, a Map or Set entry, a closure variable, or V8's "
+         "field name. Weak references never retain.")
+def _jsretainers(p: argparse.ArgumentParser):
+    p.add_argument("-n", type=int, default=DEFAULT_PATHS, metavar="N",
+                   help=f"show at most N paths (default {DEFAULT_PATHS})")
+    p.add_argument("--json", action="store_true", help="print one line of JSON")
+    p.add_argument("addr", metavar="ADDR", help="the object (a tagged pointer)")
+    _isolate_args(p)
+
+    def run(sess: Session, args: argparse.Namespace) -> Result:
+        if args.n < 1:
+            raise ArgumentError("-n must be at least 1")
+        target = sess.evaluate(args.addr)
+        prog = sess.program()
+        _check_object(prog, target)
+        iso = _pick(prog, args, target)
+        _census(prog, iso.heap)
+        line = Progress("following references from the GC roots")
+        try:
+            r = retainers(prog, iso.heap, target, args.n, line)
+        finally:
+            line.done()
+        data = {"target": hexaddr(target), "reachable": r.reachable,
+                "paths": [[s.to_json() for s in path] for path in r.paths],
+                "isolate": iso.to_json()}
+        if r.notes:
+            data["notes"] = r.notes
+        lines = []
+        if not r.reachable:
+            lines.append(f"{hexaddr(target)} is garbage: no GC root reaches it any more "
+                         "(the next GC frees it)")
+        for k, path in enumerate(r.paths):
+            lines.append(f"path {k + 1} ({len(path) - 1} references):")
+            for s in path:
+                if s.address is None:
+                    lines.append(f"  {s.constructor}")
+                    continue
+                what = s.constructor or s.type
+                if s.constructor and s.type not in ("object", "root"):
+                    what = f"{s.constructor} ({s.type})"
+                lines.append(f"  {'-> ' + s.edge if s.edge else '->'} {hexaddr(s.address)} {what}")
+        if r.reachable:
+            more = r.holders - len(r.paths)
+            lines.append(f"{len(r.paths)} retaining paths to {hexaddr(target)}"
+                         + (f" ({more} more holders not shown: -n)" if more > 0 else ""))
+        lines.extend(f"note: {n}" for n in r.notes)
         lines.append(_where(prog, iso))
         return Result(data, "\n".join(lines))
 

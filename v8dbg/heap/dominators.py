@@ -168,7 +168,7 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
                 num[v] = len(vertex)
                 vertex.append(v)
                 parent.append(1)
-    del nxt, succ, sfirst_l
+    nxt = succ = sfirst_l = []  # (freed: the DFS is done)
 
     # Predecessors by DFS number, with the root added for the nodes hung from it.
     numa = np.asarray(num, np.int64)
@@ -225,7 +225,7 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
         while d > s:
             d = idom_num[d]
         idom_num[w] = d
-    del semi, parent
+    semi = parent = []
 
     vert = np.asarray(vertex, np.int64)
     idn = np.asarray(idom_num, np.int64)

@@ -23,7 +23,8 @@ Python object per node:
 
 Node 0's edges go to every root group, the groups' edges to the objects
 they hold. Weak edges (type 6) are there but never make anything
-reachable.
+reachable. Groups found conservatively (`late_groups`) are followed only
+after the others, so that paths go through exactly known roots first.
 
 How edges are found: every aligned word of an object's body (its map word
 included, as V8's snapshot has a `map` edge) whose value is the tagged
@@ -83,6 +84,7 @@ class Graph:
     first_object: int
     seconds: float = 0.0
     root_notes: list[str] = field(default_factory=list)  # root groups not read, and why
+    late_groups: list[int] = field(default_factory=list)  # groups followed last (conservative)
     _reach: Any = None
     _parent: Any = None
 
@@ -207,10 +209,15 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         notes.extend(g.notes)
         to, ok = resolve(g.values)
         to = np.unique(to[ok])
-        src_p.append(np.full(len(to), 1 + gi, dtype=np.int64))
-        to_p.append(to)
-        type_p.append(np.full(len(to), E_ELEMENT, dtype=np.uint8))
-        name_p.append(np.arange(len(to), dtype=np.uint32))
+        weak = np.zeros(0, dtype=np.int64)
+        if g.weak is not None and len(g.weak):
+            weak, wok = resolve(g.weak)
+            weak = np.setdiff1d(np.unique(weak[wok]), to)
+        src_p.append(np.full(len(to) + len(weak), 1 + gi, dtype=np.int64))
+        to_p.append(np.concatenate([to, weak]))
+        type_p.append(np.concatenate([np.full(len(to), E_ELEMENT, dtype=np.uint8),
+                                      np.full(len(weak), E_WEAK, dtype=np.uint8)]))
+        name_p.append(np.arange(len(to) + len(weak), dtype=np.uint32))
     for k, (owner, off, val, weak) in enumerate(slot_parts):
         check_interrupted()
         to, ok = resolve(val)
@@ -226,7 +233,8 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     np.cumsum(np.bincount(src, minlength=n), out=first_edge[1:])
     g = Graph(heap, node_addr, node_size, first_edge,
               np.concatenate(to_p).astype(np.uint32), np.concatenate(type_p),
-              np.concatenate(name_p), names, first, time.monotonic() - t0, notes)
+              np.concatenate(name_p), names, first, time.monotonic() - t0, notes,
+              [i for i, gr in enumerate(groups) if gr.late])
     cache[heap] = g
     return g
 
@@ -242,15 +250,24 @@ def reach(g: Graph) -> tuple[Any, Any]:
     seen = np.zeros(n, dtype=bool)
     parent = np.full(n, -1, dtype=np.int64)
     seen[0] = True
+    # Root groups found conservatively are followed last: they start the
+    # search again from what the others did not reach.
+    late = [1 + i for i in g.late_groups]
+    seen[late] = True
     frontier = np.zeros(1, dtype=np.int64)
     fe, to, ty = g.first_edge, g.edge_to, g.edge_type
-    while len(frontier):
+    while len(frontier) or late:
         check_interrupted()
+        if not len(frontier):
+            frontier = np.array([late.pop(0)], dtype=np.int64)
+            parent[frontier] = fe[0] + frontier - 1  # the root's edge to that group
+            continue
         s = fe[frontier]
         cnt = fe[frontier + 1] - s
         tot = int(cnt.sum())
         if not tot:
-            break
+            frontier = frontier[:0]
+            continue
         # The edge indices of the whole frontier, in order, at once.
         off = np.repeat(s - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
         idx = off + np.arange(tot, dtype=np.int64)
@@ -272,15 +289,45 @@ def source(g: Graph, edge: int) -> int:
     return int(np.searchsorted(g.first_edge, edge, side="right")) - 1
 
 
-def split_reachable(prog: Program, heap: int, addrs) -> tuple[Any, int]:
-    """(the addresses some root reaches, how many of them none reaches)."""
-    np = numpy()
+@dataclass
+class Reachable:
+    """The census's objects that some root reaches, per map; None when the graph
+    could not be built here (no NumPy): then every object counts."""
+
+    addresses: dict[int, Any] | None
+    unreachable: int | None  # census-counted objects no root reaches
+
+
+def reachable(prog: Program, heap: int, progress=None) -> Reachable:
+    """The census's addresses split by reachability (cached per heap)."""
+    st = prog.heap_state
+    got = st.reachable.get(heap)
+    if got is not None:
+        return got
+    try:
+        np = numpy()
+    except V8DbgError:
+        r = Reachable(None, None)
+        st.reachable[heap] = r
+        return r
     from array import array
-    g = build(prog, heap)
+    g = build(prog, heap, progress)
     seen, _ = reach(g)
-    a = np.frombuffer(addrs, dtype=np.uint64) if isinstance(addrs, array) \
-        else np.asarray(addrs, dtype=np.uint64)
-    i = g.indices(a)
-    keep = (i >= 0) & seen[np.maximum(i, 0)]
-    kept = a[keep]
-    return array("Q", kept.astype("<u8").tobytes()), int(len(a) - len(kept))
+    c = census.of(prog, heap)
+    out: dict[int, Any] = {}
+    lost = 0
+    for m, ms in c.maps.items():
+        if ms.addresses is None:
+            continue
+        a = np.frombuffer(ms.addresses, dtype=np.uint64) if isinstance(ms.addresses, array) \
+            else np.asarray(ms.addresses, dtype=np.uint64)
+        i = g.indices(a)
+        keep = (i >= 0) & seen[np.maximum(i, 0)]
+        if bool(keep.all()):
+            out[m] = ms.addresses
+            continue
+        out[m] = array("Q", a[keep].astype("<u8").tobytes())
+        lost += int(len(a) - int(keep.sum()))
+    r = Reachable(out, lost)
+    st.reachable[heap] = r
+    return r

@@ -1,5 +1,7 @@
 """Live JS objects grouped by shape: constructor name and property names,
-as findjsobjects lists them, and the instances of one constructor.
+as findjsobjects lists them, and the instances of one constructor. Live
+means reached from a GC root (graph.py): garbage no GC has collected yet
+is in no group.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError
-from . import census
+from . import census, graph
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -32,16 +34,33 @@ class Group:
     maps: list[int] = field(default_factory=list)
 
 
+def live_maps(prog: Program, heap: int) -> list[census.MapStats]:
+    """The census's maps with only the objects some GC root reaches (all of
+    them where reachability cannot be told), in the census's order."""
+    c = census.of(prog, heap)
+    r = graph.reachable(prog, heap)
+    if r.addresses is None:
+        return list(c.maps.values())
+    out = []
+    for st in c.maps.values():
+        a = r.addresses.get(st.map, st.addresses)
+        if a is st.addresses:
+            out.append(st)
+            continue
+        per = st.size // st.count if st.count else 0
+        out.append(census.MapStats(st.map, st.instance_type, per * len(a), len(a), a))
+    return out
+
+
 def groups(prog: Program, heap: int) -> list[Group]:
     """Live JS objects grouped by constructor name and property names."""
     cached = prog.heap_state.groups.get(heap)
     if isinstance(cached, list):
         return cached
-    c = census.of(prog, heap)
     sh = prog.shapes
     groups: dict[tuple[str, tuple[str, ...]], Group] = {}
     dict_budget = MAX_DICT_SHAPES
-    for st in c.maps.values():
+    for st in live_maps(prog, heap):
         if st.addresses is None or not st.count or not sh.is_object_row_type(st.instance_type):
             continue
         try:
@@ -78,18 +97,17 @@ def proxies(prog: Program, heap: int) -> int:
     """How many live JSProxy objects the heap holds: no rows of the census
     (V8's snapshot files them as `system / JSProxy`, not as objects), counted apart."""
     sh = prog.shapes
-    return sum(st.count for st in census.of(prog, heap).maps.values()
-               if sh.is_proxy_type(st.instance_type))
+    return sum(st.count for st in live_maps(prog, heap) if sh.is_proxy_type(st.instance_type))
 
 
 def members(prog: Program, heap: int, g: Group) -> list[int] | array:
     """Addresses of the live objects of one row."""
-    c = census.of(prog, heap)
+    live = {st.map: st for st in live_maps(prog, heap)}
     sh = prog.shapes
     parts: list = []
     for m in g.maps:
-        st = c.maps.get(m)
-        if st is None or st.addresses is None:
+        st = live.get(m)
+        if st is None or st.addresses is None or not st.count:
             continue
         if sh.shape(m, st.addresses[0]).dictionary and st.count <= MAX_DICT_SHAPES:
             want = (g.constructor, g.properties)
@@ -106,15 +124,15 @@ def members(prog: Program, heap: int, g: Group) -> list[int] | array:
 
 def instances(prog: Program, heap: int, name: str) -> list[int] | array:
     """Addresses of the live objects whose constructor name is `name`, ascending."""
-    c = census.of(prog, heap)
+    live = {st.map: st for st in live_maps(prog, heap)}
     sh = prog.shapes
     parts: list = []
     for g in groups(prog, heap):
         if g.constructor != name:
             continue
         for m in g.maps:
-            st = c.maps.get(m)
-            if st is None or st.addresses is None:
+            st = live.get(m)
+            if st is None or st.addresses is None or not st.count:
                 continue
             if sh.shape(m, st.addresses[0]).dictionary:
                 want = g.properties

@@ -2,32 +2,42 @@
 objects alive, in groups named as V8's heap snapshot names them.
 
 V8 visits its roots by lists (the roots table, global and eternal handles,
-handle scopes, the stacks, the microtask queue, ...). All of them live in
-the target's memory outside the heap's pages: in the Isolate, in blocks
-malloc'ed by GlobalHandles, EternalHandles and HandleScopeImplementer, in
-node's own structures, and on the threads' stacks. Here they are found
-conservatively, as a conservative collector finds them: every aligned word
-of the target's readable memory, outside every V8 page, that holds the
-tagged address of an object's start, is a root. Two groups are told apart:
+handle scopes, the stacks, the microtask queue, ...), all in the target's
+memory outside the heap's pages. Found here, in this order:
 
-- `(Stack roots)`: words of a thread's stack from its stack pointer up
-  (below it the stack is dead and not looked at);
-- `(Native roots)`: every other word outside the heap: V8's roots table,
-  global, eternal and handle-scope handles, the microtask queue and node's
-  persistent handles, not told apart from each other.
+- `(Strong roots)`: every word of the Isolate object (its roots table,
+  builtins table, thread-local top, ...), the Isolate found by its thread's
+  top and sized by the malloc chunk that holds it;
+- `(Global handles)`: V8's blocks of global handles (node's persistent and
+  BaseObject handles), found by their shape: 256 nodes whose indices run
+  0..255; strong nodes are roots, weak ones weak edges;
+- `(Handle scope)`: the handles in use of the isolate's handle blocks, as
+  V8's HandleScopeImplementer lists them (the rest of the current block is
+  stale and no root);
+- `(Stack roots)`: every word of each thread's stack from its stack pointer
+  up, conservatively (below it the stack is dead);
+- `(Native roots)`, last: every other word of native memory that holds an
+  object's address (eternal handles, the microtask queue, compile jobs'
+  persistent handles, and what no list above names), conservatively. It is
+  followed only after every other group has been, so paths go through the
+  groups above where they can; and it may hold stale words (freed memory),
+  which keep an object "reachable" that V8 would free: over-counting, never
+  missing. For the main thread's isolate, the malloc arenas of the other
+  threads are left out of it: there V8's helper threads keep their GC
+  worklists and compile jobs, stale once done.
 
-Conservative means over-counting, never missing: a stale word in freed
-native memory that still holds an object's address keeps that object
-"reachable" here. What V8 holds only weakly from outside the heap (weak
-global handles, the string table) counts as a root too.
+Every V8 memory chunk is heap and no root, the freed and pooled ones too
+(their stale objects hold addresses of live ones).
 """
 
 from __future__ import annotations
 
 import bisect
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..inferior.arenas import secondary_heaps
 from ..interrupt import check_interrupted
 from ..v8 import pages as v8pages
 
@@ -35,9 +45,13 @@ if TYPE_CHECKING:
     from ..program import Program
 
 STACK = "(Stack roots)"
+HANDLES = "(Handle scope)"
+STRONG = "(Strong roots)"
+GLOBAL = "(Global handles)"
 NATIVE = "(Native roots)"
 
 CHUNK = 16 << 20  # bytes of native memory read at a time
+MAX_ISOLATE = 16 << 20  # an Isolate object is some 70 KB
 # Native memory looked at for roots, far above a real process's (a cap that
 # is hit is said in the graph's notes).
 MAX_NATIVE_BYTES = 64 << 30
@@ -48,6 +62,8 @@ class RootGroup:
     name: str
     values: Any  # uint64 array: the tagged pointers into the heap found in this group
     notes: list[str] = field(default_factory=list)
+    weak: Any = None  # uint64 array: what the group holds only weakly
+    late: bool = False  # followed only after every other group (found conservatively)
 
 
 def _cut(ranges: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -98,6 +114,36 @@ def _pointers(np, prog: Program, ranges: list[tuple[int, int]], lo: int, hi: int
     return (np.concatenate(parts) if parts else np.zeros(0, np.uint64)), False
 
 
+def _chunks(prog: Program, lay, regs: list[tuple[int, int]], heaps) -> list[tuple[int, int]]:
+    """[start, end) of every V8 memory chunk of a known heap, the freed and pooled
+    ones too: those the census does not walk still hold stale objects, whose
+    words are no roots."""
+    src = v8pages.bulk(prog)
+    known = set(heaps)
+    out = []
+    probes = 0
+    for lo, hi in regs:
+        a = (lo + lay.align - 1) // lay.align * lay.align
+        while a + 64 <= hi and probes < v8pages.MAX_REGION_PROBES:
+            probes += 1
+            try:
+                head = src.read(a, max(lay.flags, lay.meta_ptr, lay.heap, lay.area_end) + 8)
+                m = head
+                if lay.meta_ptr:
+                    meta = struct.unpack_from("<Q", head, lay.meta_ptr)[0]
+                    m = src.read(meta, max(lay.heap, lay.area_end) + 8) \
+                        if meta >= 0x10000 and not meta & 7 else b""
+                if m and struct.unpack_from("<Q", m, lay.heap)[0] in known:
+                    end = struct.unpack_from("<Q", m, lay.area_end)[0]
+                    if not a < end <= a + v8pages.PAGE_SIZE_LIMIT:
+                        end = a + lay.align
+                    out.append((a, max(end, a + lay.align)))
+            except Exception:
+                pass
+            a += lay.align
+    return out
+
+
 def root_groups(prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
     """The root groups of the heap whose objects lie in [lo, hi]."""
     from .graph import numpy
@@ -106,8 +152,8 @@ def root_groups(prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
     lay = v8pages.layout(prog)
     heaps = v8pages.find_heaps(prog, lay)
     # Every V8 chunk, of every heap, live or not, is heap and no root.
-    chunks = sorted((p.address, max(p.end, p.address + lay.align)) for ps in heaps.values()
-                    for p in ps)
+    chunks = sorted([(p.address, max(p.end, p.address + lay.align)) for ps in heaps.values()
+                     for p in ps] + _chunks(prog, lay, regs, heaps))
     stacks: list[tuple[int, int]] = []
     dead: list[tuple[int, int]] = []
     starts = [r[0] for r in regs]
@@ -125,14 +171,151 @@ def root_groups(prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
             continue
         stacks.append((sp, regs[i][1]))
         dead.append((regs[i][0], sp))
+    notes = []
+    handles, stale = _handles(prog, heap)
+    if handles is None:
+        notes.append("the handle scope's blocks were not found: stale handles past its "
+                     "top may count as roots")
+        handles = []
     budget = [MAX_NATIVE_BYTES]
     stack_vals, cut1 = _pointers(np, prog, _cut(sorted(stacks), chunks), lo, hi, budget)
-    native = _cut(_cut(regs, chunks), sorted(stacks + dead))
-    native_vals, cut2 = _pointers(np, prog, native, lo, hi, budget)
-    notes = []
+    handle_vals, cut3 = _pointers(np, prog, sorted(handles), lo, hi, budget)
+    skip = stacks + dead + handles + stale
+    native = _cut(_cut(regs, chunks), sorted(skip))
+    gh_strong, gh_weak, gh_blocks, cut2 = _global_handles(np, prog, native, lo, hi, budget)
+    if not gh_blocks:
+        notes.append("no block of V8's global handles was found: objects only they hold "
+                     "count as garbage")
+    span = _isolate_span(prog, heap)
+    if span is None:
+        notes.append("the Isolate was not found: its roots table is missing")
+    strong_vals, cut4 = _pointers(np, prog, [span] if span else [], lo, hi, budget)
+    groups = [RootGroup(STRONG, strong_vals), RootGroup(GLOBAL, gh_strong, weak=gh_weak),
+              RootGroup(HANDLES, handle_vals), RootGroup(STACK, stack_vals)]
+    if True:
+        if _main_isolate(prog, heap):
+            # Threads other than the main one malloc from their own arenas: for
+            # the main isolate those are V8's helper threads, whose freed GC
+            # worklists and compile jobs hold stale addresses of objects.
+            skip += secondary_heaps(regs, v8pages.bulk(prog).read)
+            native = _cut(_cut(regs, chunks), sorted(skip))
+        rest = _cut(native, sorted(gh_blocks + ([span] if span else [])))
+        native_vals, cut5 = _pointers(np, prog, rest, lo, hi, budget)
+        groups.append(RootGroup(NATIVE, native_vals, late=True))
     if not threads or not stacks:
         notes.append("no thread's stack could be read: stack roots are missing")
-    if cut1 or cut2:
+    if cut1 or cut2 or cut3 or cut4 or cut5:
         notes.append(f"roots were looked for in the first {MAX_NATIVE_BYTES >> 30} GB "
                      "of native memory only")
-    return [RootGroup(STACK, stack_vals), RootGroup(NATIVE, native_vals, notes)]
+    groups[0].notes = notes
+    return groups
+
+
+GH_STRIDES = (24, 32, 40)  # sizes a global handle node has had (V8's NodeBase and Node)
+GH_BLOCK = 256  # nodes in a block of global handles (kBlockSize)
+GH_NORMAL = 1  # a node's state (flags & 7): a strong handle; 2, 3 are weak
+
+
+def _global_handles(np, prog: Program, ranges: list[tuple[int, int]], lo: int, hi: int,
+                    budget: list[int]) -> tuple[Any, Any, list[tuple[int, int]], bool]:
+    """(strong, weak) values of V8's global handles, the blocks found, and
+    whether a cap cut the search short.
+
+    A block of global handles is 256 nodes, each its object first and, in
+    the word after it, its index in the block (byte 2) and its state (byte 3,
+    low 3 bits): the nodes' indices 0..255 in a row tell a block, whatever
+    else the block holds. A free node holds no object (V8 zaps it).
+    """
+    src = v8pages.bulk(prog)
+    strong, weak, blocks = [], [], []
+    for s, e in ranges:
+        a = (s + 7) & ~7
+        while a + GH_BLOCK * 24 <= e:
+            check_interrupted()
+            n = min(CHUNK, e - a) & ~7
+            if budget[0] < n:
+                break
+            budget[0] -= n
+            try:
+                data = src.read(a, n)
+            except Exception:
+                data = None
+            if data is None or len(data) != n:
+                a += n
+                continue
+            W = np.frombuffer(data, dtype="<u8")
+            X = ((W >> np.uint64(16)) & np.uint64(0xFF)).astype(np.uint8)
+            lastw = 0
+            for S in GH_STRIDES:
+                step = S // 8
+                m = len(W) - 1 - (GH_BLOCK - 1) * step
+                if m <= 0:
+                    continue
+                c = np.flatnonzero((X[1:1 + m] == 0) & (X[1 + step:1 + step + m] == 1) &
+                                   (X[1 + 255 * step:1 + 255 * step + m] == 255))
+                for j in c.tolist():
+                    k = np.arange(GH_BLOCK) * step + j
+                    if not (X[k + 1] == np.arange(GH_BLOCK, dtype=np.uint8)).all():
+                        continue
+                    obj = W[k]
+                    state = (W[k + 1] >> np.uint64(24)) & np.uint64(7)
+                    ok = ((obj & np.uint64(3)) == 1) & (obj >= np.uint64(lo)) & \
+                        (obj <= np.uint64(hi))
+                    strong.append(obj[ok & (state == GH_NORMAL)])
+                    weak.append(obj[ok & ((state == 2) | (state == 3))])
+                    blocks.append((a + 8 * j, a + 8 * j + GH_BLOCK * S))
+                    lastw = max(lastw, j + GH_BLOCK * step)
+            # A block across the chunk's end is found in the next chunk.
+            adv = n - GH_BLOCK * 40 if a + n < e else n
+            a += max(8, adv & ~7)
+    cat = (lambda parts: np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64))
+    return cat(strong), cat(weak), sorted(set(blocks)), budget[0] <= 0
+
+
+def _isolate_span(prog: Program, heap: int) -> tuple[int, int] | None:
+    """[start, end) of the Isolate object of this heap: from its address to the
+    end of the malloc chunk that holds it (the chunk's size is the word before)."""
+    from ..stack import segments
+    try:
+        tops = [t for t in segments.thread_tops(prog) if t.heap == heap]
+        if not tops:
+            return None
+        iso = tops[0].isolate
+        size = prog.mem.u64(iso - 8) & ~7
+    except Exception:
+        return None
+    if not heap - iso < size <= MAX_ISOLATE:
+        return None
+    return (iso, iso - 8 + size)
+
+
+def _main_isolate(prog: Program, heap: int) -> bool:
+    """Whether the process's main thread runs the isolate of this heap."""
+    from .isolates import isolates
+    pid = prog.backend.pid()
+    for iso in isolates(prog):
+        if iso.heap == heap:
+            return any(tid == pid for tid, _n in iso.threads)
+    return False
+
+
+def _handles(prog: Program, heap: int) -> tuple[list[tuple[int, int]] | None, list[tuple[int, int]]]:
+    """The handle slots in use of the isolate of this heap, as [start, end) spans,
+    and the stale rest of its current block (None, [] when not found)."""
+    from ..stack import exception, segments
+    try:
+        tops = [t for t in segments.thread_tops(prog) if t.heap == heap]
+    except Exception:
+        return None, []
+    if not tops:
+        return None, []
+    try:
+        got = exception.handle_scope(prog, tops[0])
+    except Exception:
+        got = None
+    if got is None:
+        return None, []
+    nxt, limit, blocks = got
+    size = 8 * prog.md.const("HandleBlockSlots")
+    used = [(b, b + size) for b in blocks[:-1]] + [(limit - size, nxt)]
+    return used, [(nxt, limit)]

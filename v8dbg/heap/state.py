@@ -21,3 +21,4 @@ class HeapState:
     groups: dict[int, list] = field(default_factory=dict)  # Heap address -> shape groups
     functions: dict[int, list] = field(default_factory=dict)  # Heap address -> function rows
     graphs: dict[int, Any] = field(default_factory=dict)  # Heap address -> its Graph
+    reachable: dict[int, Any] = field(default_factory=dict)  # Heap address -> Reachable

@@ -136,24 +136,30 @@ def _blocks(prog: Program, t: ThreadTop, words: tuple[int, ...], block: int) -> 
     return None
 
 
-def _from_handles(prog: Program, t: ThreadTop, notes: list[str] | None = None) -> Thrown | None:
-    """The newest message object in the live handles, searched from the newest
-    back (the current block, then up to SCAN_BLOCKS before it), with its argument."""
+def handle_scope(prog: Program, t: ThreadTop) -> tuple[int, int, list[int]] | None:
+    """The isolate's handle scope state: (next, limit) of its current handle
+    block and the blocks in use, oldest first (the current one last); None
+    when nothing of that shape is confirmed by V8's own list of blocks."""
     try:
         words = _words(prog, t.isolate, t.heap + SEARCH_PAST_HEAP)
     except TargetMemoryError:
         return None
     slots = prog.md.const("HandleBlockSlots")
-    candidates = _handle_scopes(prog, words)
     past_heap = words[(t.heap - t.isolate) // 8:]
-    chosen: tuple[int, int, list[int]] | None = None
-    for nxt, limit in candidates:
+    for nxt, limit in _handle_scopes(prog, words):
         blocks = _blocks(prog, t, past_heap, limit - 8 * slots)
         if blocks is not None:
-            chosen = (nxt, limit, blocks)
-            break
+            return (nxt, limit, blocks)
+    return None
+
+
+def _from_handles(prog: Program, t: ThreadTop, notes: list[str] | None = None) -> Thrown | None:
+    """The newest message object in the live handles, searched from the newest
+    back (the current block, then up to SCAN_BLOCKS before it), with its argument."""
+    chosen = handle_scope(prog, t)
     if chosen is None:
         return None  # nothing of that shape that V8's list of blocks confirms
+    slots = prog.md.const("HandleBlockSlots")
     nxt, limit, blocks = chosen
     base = limit - 8 * slots
     # This block, then the full ones before it, newest first: the aborting code

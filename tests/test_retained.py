@@ -13,7 +13,10 @@ and 3000) on every pinned line:
 - The retained sizes per constructor of the leak's classes equal, within 2 %,
   those Chrome DevTools' own snapshot worker computes from V8's snapshot of
   the same heap (per name: the DevTools retained sizes of that name's
-  objects no other of them dominates, summed).
+  objects no other of them dominates, summed). This holds on node 24; on
+  the other lines the heap graph's GC roots still hold some of the leak's
+  objects apart from their holders, and the test is marked as an expected
+  failure there (strict: it says so when it starts to pass).
 """
 
 from __future__ import annotations
@@ -112,14 +115,23 @@ def devtools_by_name(version: str) -> dict[str, int]:
     return dict(zip(uniq, (int(x) for x in got)))
 
 
-@pytest.mark.xfail(strict=True, reason="the heap graph's edges are every tagged slot, not yet "
-                   "the edges V8's snapshot generator makes: retained sizes come out 20-30 % low")
-@pytest.mark.parametrize("version", VERSIONS)
+def _devtools_lines():
+    """Every pinned line; where the heap graph's roots still keep the leak's
+    objects from being dominated as V8's snapshot has them, an expected failure."""
+    not_yet = {"18.20.8", "20.20.2", "22.23.3", "26.10.0"}
+    return [pytest.param(v, marks=pytest.mark.xfail(
+        strict=True, reason="the heap graph's roots on this line still retain the leak's "
+        "objects apart from their holders (SessionCache 2-100 % low)")) if v in not_yet else v
+        for v in VERSIONS]
+
+
+@pytest.mark.parametrize("version", _devtools_lines())
 def test_retained_as_devtools(version):
     ret = outputs(version, "cli")[2]
     dev = devtools_by_name(version)
     mine = {g["constructor"]: g["retained"] for g in ret["groups"] if g["constructor"] in
             (*LEAK, "SessionCache")}
+    assert set(mine) == {*LEAK, "SessionCache"}, mine
     for name, r in mine.items():
         assert abs(r - dev[name]) <= 0.02 * dev[name], (name, r, dev[name])
 

@@ -5,9 +5,10 @@ the Record's array, behind globalThis.sessionCache (a Map and an array), and
 writes V8's own heap snapshot before it aborts. It runs at two sizes (1000
 and 3000) on every pinned line:
 
-- --baseline of the bigger core against the smaller: exactly the Session,
-  Record and Array rows grew, by 2000 each, most grown first, and by the
-  bytes the census gives each row; the same JSON in the CLI, gdb and lldb.
+- --baseline of the bigger core against the smaller: the Session, Record
+  and Array rows grew by exactly 2000 each, first, and by the bytes the
+  census gives each row; no other row by more than a few (node's own
+  objects); the same JSON in the CLI, gdb and lldb.
 - --retained: every row's retained size is at least its own size, sorted by
   it with --sort retained; the same JSON in every front end.
 - The retained sizes per constructor of the leak's classes equal, within 2 %,
@@ -71,8 +72,9 @@ def test_baseline_growth(version, frontend):
         assert rows[name]["size"] == now["size"]
         assert rows[name]["size_growth"] == now["size"] // BIG * (BIG - SMALL)
     assert rows["Array"]["count_growth"] == BIG - SMALL  # each Record's body
-    # Nothing else grew by a count: the two cores are one program at two sizes.
-    assert all(g["count_growth"] == 0 for g in grew["groups"]
+    # Nothing else grew by more than a few: the two cores are one program at two
+    # sizes (node's own objects, e.g. an ArrayBuffer, may differ by one or two).
+    assert all(g["count_growth"] <= 5 for g in grew["groups"]
                if g["constructor"] not in ("Array", *LEAK)), grew["groups"]
     counts = [g["count_growth"] for g in grew["groups"]]
     assert counts == sorted(counts, reverse=True)

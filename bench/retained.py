@@ -43,15 +43,18 @@ globalThis.byId = new Map();
 globalThis.all = [];
 for (let i = 0; i < COUNT; i++) { const s = new Session(i); byId.set(i, s); all.push(s); }
 const t0 = process.hrtime.bigint();
+const c0 = process.cpuUsage();
 v8.writeHeapSnapshot(path.join(out, 'bench.heapsnapshot'));
+const c1 = process.cpuUsage(c0);
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-fs.writeFileSync(path.join(out, 'snapshot.json'), JSON.stringify({ seconds }));
+fs.writeFileSync(path.join(out, 'snapshot.json'),
+                 JSON.stringify({ seconds, cpu: (c1.user + c1.system) / 1e6 }));
 process.abort();
 """
 
 
-def timed(cmd: list[str], **kw) -> tuple[float, int, subprocess.CompletedProcess]:
-    """Wall seconds, peak RSS (kB) and output of one child process."""
+def timed(cmd: list[str], **kw) -> tuple[float, float, int, subprocess.CompletedProcess]:
+    """Wall seconds, CPU seconds, peak RSS (kB) and output of one child process."""
     import tempfile
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.monotonic()
@@ -61,8 +64,8 @@ def timed(cmd: list[str], **kw) -> tuple[float, int, subprocess.CompletedProcess
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return dt, usage.ru_maxrss, subprocess.CompletedProcess(cmd, proc.returncode, out.read(),
-                                                                 err.read())
+        return dt, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, subprocess.CompletedProcess(
+            cmd, proc.returncode, out.read(), err.read())
 
 
 def main() -> None:
@@ -89,33 +92,36 @@ def main() -> None:
         if not cands:
             sys.exit("bench: no core written (ulimit -c, kernel.core_pattern)")
         cands[0].rename(core)
-    snap_s = json.loads((work / "snapshot.json").read_text())["seconds"]
+    sj = json.loads((work / "snapshot.json").read_text())
+    snap_s, snap_cpu = sj["seconds"], sj["cpu"]
     snap = work / "bench.heapsnapshot"
     print(f"node {args.version}, {args.count} sessions: core {core.stat().st_size / 1e9:.2f} GB, "
           f"snapshot {snap.stat().st_size / 1e6:.0f} MB")
-    print(f"V8 writeHeapSnapshot():              {snap_s:7.2f} s")
+    print(f"V8 writeHeapSnapshot():              {snap_s:7.2f} s, CPU {snap_cpu:6.2f} s")
     if not args.no_devtools:
-        dt, rss, p = timed([str(node), "--max-old-space-size=16384", str(TOOL), str(DEVTOOLS),
+        dt, cpu, rss, p = timed([str(node), "--max-old-space-size=16384", str(TOOL), str(DEVTOOLS),
                             str(TYPESCRIPT), str(CACHE / "devtools-build" / "1.0.1705227"), str(snap),
                             str(work / "devtools.json")])
-        print(f"DevTools loads it (retained sizes):  {dt:7.2f} s, peak RSS {rss / 1024:.0f} MB"
+        print(f"DevTools loads it (retained sizes):  {dt:7.2f} s, CPU {cpu:6.2f} s, "
+              f"peak RSS {rss / 1024:.0f} MB"
               + ("" if p.returncode == 0 else f" (failed: {p.stderr.strip()[-200:]})"))
-    dt, rss, p = timed([sys.executable, "-m", "v8dbg", "findjsobjects", "--retained", "--sort",
+    dt, cpu, rss, p = timed([sys.executable, "-m", "v8dbg", "findjsobjects", "--retained", "--sort",
                         "retained", "--json", "--core", str(core), "--binary", str(node)], cwd=ROOT)
     doc = json.loads(next(line for line in p.stdout.splitlines() if line.startswith("{")))
     top = ", ".join(f"{g['constructor']} {g['retained']}" for g in doc["groups"][:3])
-    print(f"v8dbg findjsobjects --retained:      {dt:7.2f} s, peak RSS {rss / 1024:.0f} MB ({top})")
+    print(f"v8dbg findjsobjects --retained:      {dt:7.2f} s, CPU {cpu:6.2f} s, "
+          f"peak RSS {rss / 1024:.0f} MB ({top})")
     code = ("import sys, time; sys.path.insert(0, %r)\n"
             "from v8dbg.inferior.corefile import CoreBackend\nfrom v8dbg.program import Program\n"
             "from v8dbg.heap import graph, retained\nfrom v8dbg.heap.isolates import choose\n"
             "p = Program(CoreBackend(%r, %r), %r); h = choose(p, None, None).heap\n"
-            "t = time.monotonic(); g = graph.build(p, h); t1 = time.monotonic()\n"
-            "retained.tree(p, h); t2 = time.monotonic()\n"
+            "t = time.process_time(); g = graph.build(p, h); t1 = time.process_time()\n"
+            "retained.tree(p, h); t2 = time.process_time()\n"
             "print(g.nodes, g.edges, round(t1 - t, 2), round(t2 - t1, 2))\n"
             % (str(ROOT), str(core), str(node), str(node)))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     n, m, tg, td = p.stdout.split()
-    print(f"  of which the graph ({n} nodes, {m} edges): {float(tg):.2f} s, "
+    print(f"  of which, in CPU, the census and graph ({n} nodes, {m} edges): {float(tg):.2f} s, "
           f"the dominator tree: {float(td):.2f} s")
 
 

@@ -17,11 +17,13 @@ hung from the root, as DevTools does.
 The dominator tree is the semi-NCA form of Lengauer-Tarjan (semidominators by
 path compression, then each immediate dominator as the nearest common
 ancestor of the DFS parent and the semidominator), which gives the same
-unique tree as DevTools' Lengauer-Tarjan.
+unique tree as DevTools' Lengauer-Tarjan. Its loops run over typed arrays
+(array.array), 8 bytes an entry, not Python lists of int objects.
 """
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,15 +119,15 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
     # Successors over essential edges only, as Python lists for the DFS.
     sfirst = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=sfirst[1:])
-    succ = dst.tolist()
-    sfirst_l = sfirst.tolist()
+    succ = array('q', dst.astype(np.int64).tobytes())
+    sfirst_l = array('q', sfirst.astype(np.int64).tobytes())
     del keep
 
     # DFS preorder numbers from 1 (0: not reached), parent as numbers.
-    num = [0] * n
-    vertex = [0]  # number -> node
-    parent = [0]  # number -> parent's number
-    nxt = sfirst_l[:]  # next successor slot of each node on the DFS stack
+    num = array('q', bytes(8 * n))
+    vertex = array('q', [0])  # number -> node
+    parent = array('q', [0])  # number -> parent's number
+    nxt = array('q', sfirst_l)  # next successor slot of each node on the DFS stack
 
     def dfs(start: int, par: int) -> None:
         num[start] = len(vertex)
@@ -168,10 +170,10 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
                 num[v] = len(vertex)
                 vertex.append(v)
                 parent.append(1)
-    nxt = succ = sfirst_l = []  # (freed: the DFS is done)
+    nxt = succ = sfirst_l = array('q')  # (freed: the DFS is done)
 
     # Predecessors by DFS number, with the root added for the nodes hung from it.
-    numa = np.asarray(num, np.int64)
+    numa = np.frombuffer(num, np.int64)
     psrc = numa[src]
     pdst = numa[dst]
     del src, dst
@@ -179,15 +181,15 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
         psrc = np.concatenate([psrc, np.ones(len(hung), np.int64)])
         pdst = np.concatenate([pdst, numa[np.asarray(hung, np.int64)]])
     o = np.argsort(pdst, kind="stable")
-    preds = psrc[o].tolist()
+    preds = array('q', psrc[o].astype(np.int64).tobytes())
     pfirst = np.zeros(n + 2, np.int64)
     np.cumsum(np.bincount(pdst, minlength=n + 1), out=pfirst[1:])
-    pfirst_l = pfirst.tolist()
+    pfirst_l = array('q', pfirst.tobytes())
     del o, psrc, pdst, pfirst
 
-    semi = list(range(n + 1))
-    label = list(range(n + 1))
-    anc = [0] * (n + 1)
+    semi = array('q', range(n + 1))
+    label = array('q', semi)
+    anc = array('q', bytes(8 * (n + 1)))
     stack2: list[int] = []
     for w in range(n, 1, -1):
         s = semi[w]
@@ -217,7 +219,7 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
             check_interrupted()
     del label, anc, preds, pfirst_l
 
-    idom_num = [0] * (n + 1)
+    idom_num = array('q', bytes(8 * (n + 1)))
     idom_num[1] = 1
     for w in range(2, n + 1):
         d = parent[w]
@@ -225,23 +227,23 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
         while d > s:
             d = idom_num[d]
         idom_num[w] = d
-    semi = parent = []
+    semi = parent = array('q')
 
-    vert = np.asarray(vertex, np.int64)
-    idn = np.asarray(idom_num, np.int64)
+    vert = np.frombuffer(vertex, np.int64)
+    idn = np.frombuffer(idom_num, np.int64)
     idom = np.empty(n, np.uint32)
     idom[vert[1:]] = vert[idn[1:]]
     # Retained sizes: each node added into its dominator, deepest numbers first.
-    ret = np.asarray(sizes, np.uint64)[vert].tolist()  # by DFS number (index 0 unused)
+    ret = array('Q', np.asarray(sizes, np.uint64)[vert].tobytes())  # by DFS number (index 0 unused)
     idl = idom_num
-    sub = [1] * (n + 1)
+    sub = array('q', [1]) * (n + 1)
     for w in range(n, 1, -1):
         d = idl[w]
         ret[d] += ret[w]
         sub[d] += sub[w]
     # Preorder places in the dominator tree: a node's subtree is tin .. tin+subtree-1.
-    tin = [0] * (n + 1)
-    slot = [1] * (n + 1)
+    tin = array('q', bytes(8 * (n + 1)))
+    slot = array('q', [1]) * (n + 1)
     for w in range(2, n + 1):
         d = idl[w]
         t = tin[w] = slot[d]
@@ -249,11 +251,11 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
         slot[w] = t + 1
     del slot
     retained = np.empty(n, np.uint64)
-    retained[vert[1:]] = np.asarray(ret[1:], np.uint64)
+    retained[vert[1:]] = np.frombuffer(ret, np.uint64)[1:]
     tin_a = np.empty(n, np.uint32)
-    tin_a[vert[1:]] = np.asarray(tin[1:], np.uint32)
+    tin_a[vert[1:]] = np.frombuffer(tin, np.int64)[1:]
     sub_a = np.empty(n, np.uint32)
-    sub_a[vert[1:]] = np.asarray(sub[1:], np.uint32)
+    sub_a[vert[1:]] = np.frombuffer(sub, np.int64)[1:]
     return DominatorTree(idom, retained, vert[1:].astype(np.uint32), len(hung), tin_a, sub_a)
 
 

@@ -10,7 +10,9 @@ and 3000) on every pinned line:
   census gives each row; no other row by more than a few (node's own
   objects); the same JSON in the CLI, gdb and lldb.
 - --retained: every row's retained size is at least its own size, sorted by
-  it with --sort retained; the same JSON in every front end.
+  it with --sort retained; with --baseline, the leak's rows' retained sizes
+  grew, by this core's own numbers less the baseline's; the same JSON in
+  every front end.
 - The retained sizes per constructor of the leak's classes equal, within 2 %,
   those Chrome DevTools' own snapshot worker computes from V8's snapshot of
   the same heap (per name: the DevTools retained sizes of that name's
@@ -43,7 +45,8 @@ def leak(version: str, n: int):
 def _cmds(version: str) -> list[str]:
     old = leak(version, SMALL) / "core"
     return ["findjsobjects --json", f"findjsobjects --baseline {old} --json",
-            "findjsobjects --retained --sort retained --json"]
+            "findjsobjects --retained --sort retained --json",
+            f"findjsobjects --baseline {old} --retained --sort retained --json"]
 
 
 @lru_cache(maxsize=None)
@@ -59,7 +62,7 @@ def _strip(doc: dict) -> dict:
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_baseline_growth(version, frontend):
-    full, grew, _ = outputs(version, frontend)
+    full, grew, _, _ = outputs(version, frontend)
     exp = read_json(leak(version, BIG), "expected-leak.json")
     assert exp["sessions"] == BIG
     rows = {g["constructor"]: g for g in grew["groups"] if not g["properties"] or
@@ -84,7 +87,7 @@ def test_baseline_growth(version, frontend):
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_retained_rows(version, frontend):
-    full, _, ret = outputs(version, frontend)
+    full, _, ret, grew = outputs(version, frontend)
     assert len(ret["groups"]) == len(full["groups"])
     assert all(g["retained"] >= g["size"] for g in ret["groups"]), \
         [g for g in ret["groups"] if g["retained"] < g["size"]][:3]
@@ -93,6 +96,14 @@ def test_retained_rows(version, frontend):
     session = next(g for g in ret["groups"] if g["constructor"] == "Session")
     record = next(g for g in ret["groups"] if g["constructor"] == "Record")
     assert session["retained"] > record["retained"] >= record["size"]  # a Session holds its Record
+    # --baseline --retained: the leak's retained sizes grew, by the rows' own numbers.
+    by = {g["constructor"]: g for g in grew["groups"] if g["constructor"] in LEAK}
+    for name in LEAK:
+        now = next(g for g in ret["groups"] if g["constructor"] == name)
+        assert by[name]["retained"] == now["retained"]
+        assert by[name]["retained_growth"] == now["retained"] - by[name]["baseline_retained"] > 0
+    growth = [g["retained_growth"] for g in grew["groups"]]
+    assert growth == sorted(growth, reverse=True)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -73,6 +73,19 @@ if [ ! -f ".cache/npm/typescript-$TSC_VERSION/lib/typescript.js" ]; then
   rm -rf "$tmp"
 fi
 
+# Chrome DevTools' own heap snapshot worker (its TypeScript sources, run through the
+# TypeScript above by tests/tools/devtools_retained.mjs): the reference for retained sizes.
+DEVTOOLS_VERSION=1.0.1705227
+if [ ! -f ".cache/npm/chrome-devtools-frontend-$DEVTOOLS_VERSION/package.json" ]; then
+  echo "setup: fetching chrome-devtools-frontend $DEVTOOLS_VERSION"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "chrome-devtools-frontend@$DEVTOOLS_VERSION" >/dev/null)
+  mkdir -p ".cache/npm/chrome-devtools-frontend-$DEVTOOLS_VERSION"
+  tar -xzf "$tmp/chrome-devtools-frontend-$DEVTOOLS_VERSION.tgz" \
+    -C ".cache/npm/chrome-devtools-frontend-$DEVTOOLS_VERSION" --strip-components=1
+  rm -rf "$tmp"
+fi
+
 # Kernel cores must land in the crashing process's directory as `core` for the
 # tests that make them. core_pattern is host-wide (containers share the host's):
 # say loudly what changes and how to undo it, and leave it alone when asked.

@@ -380,6 +380,14 @@ def lldb_each(c: str) -> str:
             "print((r.GetOutput() or '') + (r.GetError() or ''))")
 
 
+def debugger_env() -> dict[str, str]:
+    """The environment gdb and lldb run in: /usr/bin first on PATH. lldb's
+    embedded Python takes its home from the `python3` it finds there; under a
+    test runner from pyenv or a virtualenv it would otherwise get that
+    interpreter's library without Debian's packages (NumPy among them)."""
+    return dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
+
+
 def _run_debugger(args: list[str], n: int, timeout: float, merged: bool = False) -> str:
     """Run a debugger; once more if it died before printing every command's mark.
 
@@ -390,11 +398,11 @@ def _run_debugger(args: list[str], n: int, timeout: float, merged: bool = False)
     for _ in range(2):
         if merged:
             p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               errors="replace", timeout=timeout, cwd=ROOT)
+                               errors="replace", timeout=timeout, cwd=ROOT, env=debugger_env())
             out = p.stdout
         else:
             p = subprocess.run(args, capture_output=True, text=True, errors="replace",
-                               timeout=timeout, cwd=ROOT)
+                               timeout=timeout, cwd=ROOT, env=debugger_env())
             out = p.stdout + "\n" + p.stderr
         if out.count(MARK) >= n:
             break
@@ -415,7 +423,7 @@ def run_lldb_session(lines: list[str], timeout: float = 120) -> str:
     refuses) does not end the session as it does with -b."""
     text = "\n".join([f"command script import {ROOT}/plugins/lldb/v8dbg.py", *lines, "quit"])
     p = subprocess.run([LLDB, "--no-lldbinit"], input=text + "\n", capture_output=True,
-                       text=True, errors="replace", timeout=timeout, cwd=ROOT)
+                       text=True, errors="replace", timeout=timeout, cwd=ROOT, env=debugger_env())
     return p.stdout + "\n" + p.stderr
 
 

@@ -19,9 +19,14 @@ Left out of the comparison, and why:
   whose names the snapshot decorates with the embedder's context name
   (`global (global*)`, `Object [JSGlobalObject]`); findjsobjects says
   `global`.
-- `object` nodes an AllocationSite's `transition_info` edge points at:
-  literal boilerplates, V8's own copies that findjsobjects leaves out (its
-  `left_out` must equal their number).
+
+Object literal boilerplates (the first copy of each object or array literal,
+which an AllocationSite's `transition_info` edge points at) are counted on
+both sides: V8's snapshot reaches them through that edge and names them
+`Object` or `Array`, and so does findjsobjects (it once left them out; on
+TypeScript's compile that was some 145 objects, about 60 `Array` and 80
+`Object`, fewer than the snapshot's on every line). The test checks that
+the snapshots here hold such boilerplates, so that they are compared.
 
 Every name's count is exact, `Object` too. Proxies are no objects there: V8
 names an `object` node only for a JSObject, and a JSProxy is a receiver but
@@ -82,8 +87,8 @@ def tsc_dir(version: str) -> Path:
 
 @lru_cache(maxsize=None)
 def snapshot(d: Path, name: str) -> tuple[Counter, int, int]:
-    """(count per object name, number of literal boilerplates, number of proxies)
-    from a heap snapshot."""
+    """(count per object name, number of literal boilerplates among them, number
+    of proxies) from a heap snapshot."""
     snap = json.loads((d / name).read_text())
     meta = snap["snapshot"]["meta"]
     nf, ef = meta["node_fields"], meta["edge_fields"]
@@ -112,7 +117,7 @@ def snapshot(d: Path, name: str) -> tuple[Counter, int, int]:
             proxies += 1
         elif t == "regexp":
             counts["RegExp"] += 1
-        elif t == "object" and i not in boiler:
+        elif t == "object":
             name = strings[nodes[i + ni]]
             if not name.startswith("system /") and not _DECORATED.search(name):
                 counts[name] += 1
@@ -129,7 +134,8 @@ def census_counts(doc: dict) -> Counter:
 
 def compare(doc: dict, snap: Counter, boilerplates: int, proxies: int) -> None:
     mine = census_counts(doc)
-    assert doc["left_out"] == boilerplates, (doc["left_out"], boilerplates)
+    assert boilerplates > 20, "the snapshot holds no literal boilerplates to compare"
+    assert "left_out" not in doc
     assert doc["proxies"] == proxies, (doc["proxies"], proxies)
     assert doc["damaged_pages"] == 0 and doc["skipped_bytes"] == 0, doc
     wrong = {n: (mine[n], snap[n]) for n in set(mine) | set(snap) if mine[n] != snap[n]}
@@ -223,7 +229,8 @@ def test_counts_equal_snapshot(frontend: str, version: str) -> None:
     assert mine["Gadget"] == 1200 and mine["OldStyle"] == 700 and mine["Dropped"] == 0
     assert mine["Ledger"] == 50 and mine["Tagged"] == 6
     kl = [g for g in doc["groups"] if g["properties"] == ["kappa", "lambda"]]
-    assert [(g["constructor"], g["count"]) for g in kl] == [("Object", 333)], kl
+    # 333 made, and the literal's boilerplate, which V8's snapshot counts too.
+    assert [(g["constructor"], g["count"]) for g in kl] == [("Object", 333 + 1)], kl
     for name in ("Map", "Set", "WeakMap", "Promise", "Error", "Math", "JSON"):
         assert mine[name] == snap[name] > 0, name
     text = outputs(frontend, version)[-1]

@@ -7,10 +7,12 @@ All of them start from one census of the heap (heap/census.py), kept in
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from ..errors import TargetMemoryError, V8DbgError
-from ..heap import census, graph
+from ..heap import census, graph, retained
+from ..heap.compare import grown
 from ..heap.functions import functions
 from ..heap.groups import groups, instances, proxies
 from ..heap.isolates import Isolate, choose, isolates
@@ -80,14 +82,98 @@ def _props_text(props: list[str], limit: int = 6) -> str:
     return shown
 
 
+def _open_baseline(prog: Program, path: str) -> Program:
+    """The program of an earlier core, read with the same node binary."""
+    if not os.path.isfile(path):
+        raise V8DbgError(f"--baseline: no such core file: {path}")
+    from ..inferior.corefile import CoreBackend
+    binary = prog.binary.path
+    backend = CoreBackend(path, binary)
+    old, new = backend.main_build_id(), prog.binary.build_id
+    if old and new and old != new:
+        raise V8DbgError(f"--baseline: {path} is a core of another program or node build "
+                         f"(build-id {old}), not of {binary} ({new})")
+    return Program(backend, binary)
+
+
+def _baseline_result(prog: Program, iso: Isolate, c: census.Census, rows: list,
+                     kept: list[int] | None, args: argparse.Namespace, pick_rows,
+                     t0: float) -> Result:
+    """findjsobjects --baseline: the rows that grew since the older core."""
+    old = _open_baseline(prog, args.baseline)
+    old_iso = choose(old, None, None)
+    old_c = _census(old, old_iso.heap)
+    old_rows = pick_rows(old, old_iso.heap, args)
+    old_kept = _retained(old, old_iso.heap, old_rows) if kept is not None else None
+    out = grown(rows, old_rows, kept, old_kept, args.sort)
+    seconds = round(time.monotonic() - t0, 3)
+    data = {"groups": [{"constructor": r.group.constructor, "properties": r.group.properties,
+                        "count": r.group.count, "size": r.group.size,
+                        "baseline_count": r.old_count, "baseline_size": r.old_size,
+                        "count_growth": r.count_growth, "size_growth": r.size_growth,
+                        **({"retained": r.retained, "baseline_retained": r.old_retained,
+                            "retained_growth": r.retained_growth} if kept is not None else {}),
+                        "representative": hexaddr(r.group.representative)} for r in out],
+            "total_objects": c.total_objects, "seconds": seconds,
+            "unswept_pages": c.unswept_pages, "damaged_pages": len(c.damaged_pages),
+            "skipped_bytes": c.skipped_bytes,
+            "proxies": proxies(prog, iso.heap), "isolate": iso.to_json(),
+            "baseline": {"core": args.baseline, "total_objects": old_c.total_objects,
+                         "damaged_pages": len(old_c.damaged_pages)}}
+    rh = f" {'RETAINED':>11} {'+RETAINED':>11}" if kept is not None else ""
+    lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'+COUNT':>9} {'SIZE':>11} {'+SIZE':>11}{rh}"
+             "  CONSTRUCTOR {PROPERTIES}"]
+    for r in out:
+        g = r.group
+        rc = f" {r.retained:>11} {r.retained_growth:>+11}" if kept is not None else ""
+        lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {r.count_growth:>+9} "
+                     f"{g.size:>11} {r.size_growth:>+11}{rc}  {g.constructor}"
+                     + (f" {{{_props_text(g.properties)}}}" if g.properties else ""))
+    lines.append(f"{len(out)} groups grew since {args.baseline} ({old_c.total_objects} live heap "
+                 f"objects then, {c.total_objects} now; {seconds:.2f} s)")
+    for which, cc in (("this core", c), ("the baseline", old_c)):
+        if cc.damaged_pages:
+            lines.append(f"warning: {len(cc.damaged_pages)} heap pages of {which} could not be "
+                         f"walked to their end ({cc.skipped_bytes} bytes skipped): objects there "
+                         "may be missing from the counts")
+    lines.append(_where(prog, iso))
+    return Result(data, "\n".join(lines))
+
+
+def _retained(prog: Program, heap: int, rows: list) -> list[int]:
+    """Each row's retained size, with a progress line while the graph is made."""
+    line = Progress("building the heap graph")
+    try:
+        return retained.of_groups(prog, heap, rows, line)
+    finally:
+        line.done()
+
+
 @command("findjsobjects", "heap census: live objects grouped by constructor and properties",
          "Walk V8's heap and count the live JavaScript objects, one row per object "
          "shape (constructor name and property names), most numerous first.")
 def _findjsobjects(p: argparse.ArgumentParser):
     p.add_argument("-c", metavar="NAME", help="only objects whose constructor is NAME")
     p.add_argument("-p", metavar="PROP", help="only objects that have property PROP")
+    p.add_argument("--retained", action="store_true",
+                   help="add each row's retained size: the bytes its objects hold alive "
+                        "together (the DevTools retained sizes of its objects that no other "
+                        "object of the row dominates, summed)")
+    p.add_argument("--sort", choices=("count", "size", "retained"), default="count",
+                   help="order of the rows (retained implies --retained; default count)")
+    p.add_argument("--baseline", metavar="OLDCORE",
+                   help="only the rows that grew since OLDCORE, an earlier core of the same "
+                        "program (same node binary), most grown first (by --sort)")
     p.add_argument("--json", action="store_true", help="print one line of JSON")
     _isolate_args(p)
+
+    def pick_rows(prog: Program, heap: int, args: argparse.Namespace) -> list:
+        rows = groups(prog, heap)
+        if args.c is not None:
+            rows = [g for g in rows if g.constructor == args.c]
+        if args.p is not None:
+            rows = [g for g in rows if args.p in g.properties]
+        return rows
 
     def run(sess: Session, args: argparse.Namespace) -> Result:
         prog = sess.program()
@@ -95,23 +181,33 @@ def _findjsobjects(p: argparse.ArgumentParser):
         iso = _pick(prog, args)
         c = _census(prog, iso.heap)
         reach = _reachable(prog, iso.heap)
-        rows = groups(prog, iso.heap)
-        if args.c is not None:
-            rows = [g for g in rows if g.constructor == args.c]
-        if args.p is not None:
-            rows = [g for g in rows if args.p in g.properties]
+        rows = pick_rows(prog, iso.heap, args)
+        want_retained = args.retained or args.sort == "retained"
+        kept = _retained(prog, iso.heap, rows) if want_retained else []
+        if args.baseline is not None:
+            return _baseline_result(prog, iso, c, rows, kept if want_retained else None,
+                                    args, pick_rows, t0)
+        order = sorted(range(len(rows)), key=lambda i: (
+            -(kept[i] if args.sort == "retained" else
+              rows[i].size if args.sort == "size" else rows[i].count), i))
+        rows = [rows[i] for i in order]
+        kept = [kept[i] for i in order] if want_retained else []
         seconds = round(max(c.seconds, time.monotonic() - t0), 3)
         data = {"groups": [{"constructor": g.constructor, "properties": g.properties,
                             "count": g.count, "size": g.size,
-                            "representative": hexaddr(g.representative)} for g in rows],
+                            **({"retained": kept[i]} if want_retained else {}),
+                            "representative": hexaddr(g.representative)}
+                           for i, g in enumerate(rows)],
                 "total_objects": c.total_objects, "seconds": seconds,
                 "unswept_pages": c.unswept_pages, "damaged_pages": len(c.damaged_pages),
-                "skipped_bytes": c.skipped_bytes, "left_out": c.left_out,
+                "skipped_bytes": c.skipped_bytes,
                 "proxies": proxies(prog, iso.heap), "unreachable": reach.unreachable,
                 "isolate": iso.to_json()}
-        lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}  CONSTRUCTOR {{PROPERTIES}}"]
-        for g in rows:
-            lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {g.size:>11}  "
+        rh = f" {'RETAINED':>11}" if want_retained else ""
+        lines = [f"{'REPRESENTATIVE':>16} {'COUNT':>9} {'SIZE':>11}{rh}  CONSTRUCTOR {{PROPERTIES}}"]
+        for i, g in enumerate(rows):
+            rc = f" {kept[i]:>11}" if want_retained else ""
+            lines.append(f"{hexaddr(g.representative):>16} {g.count:>9} {g.size:>11}{rc}  "
                          f"{g.constructor}" + (f" {{{_props_text(g.properties)}}}"
                                                if g.properties else ""))
         lines.append(f"{sum(g.count for g in rows)} objects in {len(rows)} groups "

@@ -1,7 +1,9 @@
 """Heap census: every live object of an isolate's heap, grouped by map.
 
-Pages come from `v8dbg.v8.pages`, each is walked by `walk`; what V8 keeps for
-itself (object literal boilerplates in AllocationSites) is left out.
+Pages come from `v8dbg.v8.pages`, each is walked by `walk`. Object literal
+boilerplates (the first copy of each literal, kept in its AllocationSite)
+are counted like any object: V8's heap snapshot reaches them through the
+site's `transition_info` edge and names them `Object` or `Array`.
 """
 
 from __future__ import annotations
@@ -11,10 +13,9 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import TargetMemoryError, V8DbgError
+from ..errors import V8DbgError
 from ..interrupt import check_interrupted
 from ..v8.pages import Page, _Layout, _numpy, _plan, find_pages
-from ..v8.tagged import Heap
 from .walk import NumpyPages, Walker, _code_owners, walk_page
 
 if TYPE_CHECKING:
@@ -44,48 +45,6 @@ class Census:
     unswept_pages: int = 0  # pages whose live objects were told by their mark bits
     damaged_pages: list[int] = field(default_factory=list)  # pages the walk could not finish
     skipped_bytes: int = 0  # bytes of those pages the walk stepped over
-    left_out: int = 0  # literal boilerplates V8 keeps for itself, not counted
-
-
-def _leave_out_boilerplates(prog: Program, h: Heap, stats: dict[int, MapStats],
-                            sites: list[int]) -> int:
-    """Take the literal boilerplates V8 keeps in AllocationSites out of stats.
-
-    V8 keeps one hidden copy of each object or array literal that has run
-    (its boilerplate) to clone the next ones from; it is no object of the
-    program, and V8's heap snapshot does not count it among them.
-    """
-    md = prog.md
-    off = md.fields.get(("AllocationSite", "transition_info_or_boilerplate"))
-    if off is None or not sites:
-        return 0
-    mem = prog.mem
-    boiler: dict[int, set[int]] = {}
-    for s in sites[:1 << 22]:
-        try:
-            b = mem.u64(s - 1 + off)
-            if not h.is_heap(b):
-                continue
-            m = mem.u64(b - 1)
-        except TargetMemoryError:
-            continue
-        if m in stats:
-            boiler.setdefault(m, set()).add(b)
-    n = 0
-    for m, bs in boiler.items():
-        st = stats[m]
-        addrs = st.addresses
-        if addrs is None:
-            continue
-        for b in bs:  # a few per map: each found and removed at C speed
-            try:
-                del addrs[addrs.index(b)]
-                n += 1
-            except ValueError:
-                pass
-        if not addrs:
-            del stats[m]
-    return n
 
 
 def scan(prog: Program, heap: int | None = None, progress=None,
@@ -129,22 +88,15 @@ def scan(prog: Program, heap: int | None = None, progress=None,
             progress.update(done, total_bytes)
     # In map-address order, so every front end lists (and picks representatives) alike.
     stats: dict[int, MapStats] = {}
-    sites: list[int] = []
     for m in sorted(acc):
         info = w.cache.get(m)
-        addrs = acc[m]
-        if info and info[2] == w.cls.allocation_site:
-            sites.extend(addrs)
-            continue
-        st = stats[m] = MapStats(m, info[2] if info else -1, addresses=addrs)
-    left_out = _leave_out_boilerplates(prog, h, stats, sites)
+        stats[m] = MapStats(m, info[2] if info else -1, addresses=acc[m])
     for st in stats.values():
         info = w.cache.get(st.map)
         st.count = len(st.addresses or ())
         st.size = st.count * 8 * (info[1] if info else 0)
-    total -= left_out
     c = Census(live, stats, total, total_bytes, time.monotonic() - t0, unknown, heap,
-               sum(1 for p in live if p.marks is not None), damaged, skipped, left_out)
+               sum(1 for p in live if p.marks is not None), damaged, skipped)
     if use_numpy is None:
         prog.heap_state.census[heap] = c
     prog.heap_state.walker = w

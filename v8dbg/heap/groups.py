@@ -100,6 +100,28 @@ def proxies(prog: Program, heap: int) -> int:
     return sum(st.count for st in live_maps(prog, heap) if sh.is_proxy_type(st.instance_type))
 
 
+def members(prog: Program, heap: int, g: Group) -> list[int] | array:
+    """Addresses of the live objects of one row."""
+    live = {st.map: st for st in live_maps(prog, heap)}
+    sh = prog.shapes
+    parts: list = []
+    for m in g.maps:
+        st = live.get(m)
+        if st is None or st.addresses is None or not st.count:
+            continue
+        if sh.shape(m, st.addresses[0]).dictionary and st.count <= MAX_DICT_SHAPES:
+            want = (g.constructor, g.properties)
+            parts.append(array("Q", [a for a in st.addresses if sh.name_and_properties(a, m) == want]))
+        else:
+            parts.append(st.addresses)
+    if len(parts) == 1:
+        return parts[0]
+    out = array("Q")
+    for part in parts:
+        out.extend(part)
+    return out
+
+
 def instances(prog: Program, heap: int, name: str) -> list[int] | array:
     """Addresses of the live objects whose constructor name is `name`, ascending."""
     live = {st.map: st for st in live_maps(prog, heap)}

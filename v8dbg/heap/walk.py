@@ -54,7 +54,6 @@ class _Classifier:
         self.free_shift = 0 if md.consts.get("FreeSpaceSizeInWords") else 3
         self.filler = t.get("FILLER_TYPE")
         self.receiver_first = t.get("JS_PROXY_TYPE", 1024)
-        self.allocation_site = t.get("ALLOCATION_SITE_TYPE", -1)
         fa_first = t.get("FIXED_ARRAY_TYPE")
         fa_last = t.get("BYTE_ARRAY_TYPE")
         arrays = set()
@@ -127,10 +126,8 @@ class _Classifier:
                 return (K_SEQ1 if itype & 8 else K_SEQ2, 0, itype, False)
             return (K_FIXED, isw, itype, False) if isw else (K_UNKNOWN, 0, itype, False)
         if isw:
-            # Addresses are kept of JS objects, and of AllocationSites (whose
-            # literal boilerplates are V8's own objects, left out of the census).
-            return (K_FIXED, isw, itype,
-                    itype >= self.receiver_first or itype == self.allocation_site)
+            # Addresses are kept of JS objects.
+            return (K_FIXED, isw, itype, itype >= self.receiver_first)
         if itype == self.native_context:
             return (K_NCTX, 0, itype, False)
         if itype in self.arrays:

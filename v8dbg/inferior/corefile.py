@@ -169,6 +169,11 @@ class CoreBackend:
     def executable(self) -> str | None:
         return self._binary() or self._main_path()
 
+    def main_build_id(self) -> str | None:
+        """The build-id of the program the core ran, from the header page it dumped."""
+        main = self._main_path()
+        return self.mapped_build_id(main) if main else None
+
     def _binary(self) -> str | None:
         return self.binary_path or self.binary_from_core()
 

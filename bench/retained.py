@@ -1,0 +1,129 @@
+"""Benchmark: retained sizes of a leaking heap, from its core, vs V8's snapshot + DevTools.
+
+One node process leaks COUNT sessions (each a Session {id, user, record},
+its Record {id, body} and the body's array of 8 numbers, behind a Map and an
+array on globalThis: three JS objects and a few more heap objects each),
+times `v8.writeHeapSnapshot()` on itself, then aborts. What a user would do
+instead of v8dbg is that snapshot, then DevTools' loading of it (its own
+snapshot worker computing retained sizes, tests/tools/devtools_retained.mjs):
+both are timed. On the core, v8dbg's `findjsobjects --retained` (census,
+heap graph, dominator tree, the rows' retained sizes) is timed in the CLI,
+with the peak RSS of each process, and the dominator tree alone.
+
+Usage: python3 bench/retained.py [--version 24.21.0] [--count 400000] [--no-devtools]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+from heapsnapshot import DEVTOOLS, TOOL, TYPESCRIPT  # noqa: E402
+from support import CACHE, node_binary  # noqa: E402
+
+SCRIPT = r"""
+'use strict';
+const v8 = require('v8');
+const fs = require('fs');
+const path = require('path');
+const out = process.env.V8DBG_OUT;
+class Record { constructor(id) { this.id = id; this.body = [id, id + 1, id + 2, id + 3, id + 4, id + 5, id + 6, id + 7]; } }
+class Session { constructor(id) { this.id = id; this.user = 'user-' + id; this.record = new Record(id); } }
+globalThis.byId = new Map();
+globalThis.all = [];
+for (let i = 0; i < COUNT; i++) { const s = new Session(i); byId.set(i, s); all.push(s); }
+const t0 = process.hrtime.bigint();
+const c0 = process.cpuUsage();
+v8.writeHeapSnapshot(path.join(out, 'bench.heapsnapshot'));
+const c1 = process.cpuUsage(c0);
+const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+fs.writeFileSync(path.join(out, 'snapshot.json'),
+                 JSON.stringify({ seconds, cpu: (c1.user + c1.system) / 1e6 }));
+process.abort();
+"""
+
+
+def timed(cmd: list[str], **kw) -> tuple[float, float, int, subprocess.CompletedProcess]:
+    """Wall seconds, CPU seconds, peak RSS (kB) and output of one child process."""
+    import tempfile
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, **kw)
+        _, status, usage = os.wait4(proc.pid, 0)
+        dt = time.monotonic() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return dt, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, subprocess.CompletedProcess(
+            cmd, proc.returncode, out.read(), err.read())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--version", default="24.21.0")
+    ap.add_argument("--count", type=int, default=400000)
+    ap.add_argument("--no-devtools", action="store_true")
+    args = ap.parse_args()
+    node = node_binary(args.version)
+    work = CACHE / "bench" / f"retained-{args.version}-{args.count}"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / "bench.js").write_text(SCRIPT.replace("COUNT", str(args.count)))
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+    subprocess.run([str(node), "--max-old-space-size=8192", "bench.js"], cwd=work, preexec_fn=limits,
+                   env=dict(os.environ, V8DBG_OUT=str(work)), capture_output=True)
+    core = work / "core"
+    if not core.exists():
+        cands = sorted(work.glob("core*"))
+        if not cands:
+            sys.exit("bench: no core written (ulimit -c, kernel.core_pattern)")
+        cands[0].rename(core)
+    sj = json.loads((work / "snapshot.json").read_text())
+    snap_s, snap_cpu = sj["seconds"], sj["cpu"]
+    snap = work / "bench.heapsnapshot"
+    print(f"node {args.version}, {args.count} sessions: core {core.stat().st_size / 1e9:.2f} GB, "
+          f"snapshot {snap.stat().st_size / 1e6:.0f} MB")
+    print(f"V8 writeHeapSnapshot():              {snap_s:7.2f} s, CPU {snap_cpu:6.2f} s")
+    if not args.no_devtools:
+        dt, cpu, rss, p = timed([str(node), "--max-old-space-size=16384", str(TOOL), str(DEVTOOLS),
+                            str(TYPESCRIPT), str(CACHE / "devtools-build" / "1.0.1705227"), str(snap),
+                            str(work / "devtools.json")])
+        print(f"DevTools loads it (retained sizes):  {dt:7.2f} s, CPU {cpu:6.2f} s, "
+              f"peak RSS {rss / 1024:.0f} MB"
+              + ("" if p.returncode == 0 else f" (failed: {p.stderr.strip()[-200:]})"))
+    dt, cpu, rss, p = timed([sys.executable, "-m", "v8dbg", "findjsobjects", "--retained", "--sort",
+                        "retained", "--json", "--core", str(core), "--binary", str(node)], cwd=ROOT)
+    doc = json.loads(next(line for line in p.stdout.splitlines() if line.startswith("{")))
+    top = ", ".join(f"{g['constructor']} {g['retained']}" for g in doc["groups"][:3])
+    print(f"v8dbg findjsobjects --retained:      {dt:7.2f} s, CPU {cpu:6.2f} s, "
+          f"peak RSS {rss / 1024:.0f} MB ({top})")
+    code = ("import sys, time; sys.path.insert(0, %r)\n"
+            "from v8dbg.inferior.corefile import CoreBackend\nfrom v8dbg.program import Program\n"
+            "from v8dbg.heap import graph, retained\nfrom v8dbg.heap.isolates import choose\n"
+            "p = Program(CoreBackend(%r, %r), %r); h = choose(p, None, None).heap\n"
+            "t = time.process_time(); g = graph.build(p, h); t1 = time.process_time()\n"
+            "retained.tree(p, h); t2 = time.process_time()\n"
+            "print(g.nodes, g.edges, round(t1 - t, 2), round(t2 - t1, 2))\n"
+            % (str(ROOT), str(core), str(node), str(node)))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    n, m, tg, td = p.stdout.split()
+    print(f"  of which, in CPU, the census and graph ({n} nodes, {m} edges): {float(tg):.2f} s, "
+          f"the dominator tree: {float(td):.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""V8's .heapsnapshot files as graphs, and what DevTools computes from them.
+
+`read` turns a snapshot (as `v8.writeHeapSnapshot()` writes it) into the
+array form v8dbg's heap graph uses (CSR edges, V8's edge type numbers, the
+synthetic root as node 0), with the snapshot's ids, names and types beside.
+`devtools` runs Chrome DevTools' own snapshot worker (tests/tools/
+devtools_retained.mjs, the pinned chrome-devtools-frontend package) on the
+same file: the reference the retained sizes are checked against.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support import CACHE, ROOT, node_binary
+
+DEVTOOLS_VERSION = "1.0.1705227"
+DEVTOOLS = CACHE / "npm" / f"chrome-devtools-frontend-{DEVTOOLS_VERSION}"
+TYPESCRIPT = CACHE / "npm" / "typescript-5.6.3"
+TOOL = ROOT / "tests" / "tools" / "devtools_retained.mjs"
+_WEAKMAP_EDGE = re.compile(r"^\d+ / part of key \(.*? @\d+\) -> value \(.*? @\d+\) pair in WeakMap "
+                           r"\(table @(\d+)\)$")
+
+
+@dataclass
+class Snapshot:
+    """A heap snapshot's nodes and edges as NumPy arrays; node 0 is the root."""
+
+    ids: np.ndarray  # uint64 node id
+    types: np.ndarray  # uint8 index into node_types
+    names: np.ndarray  # uint32 index into strings
+    sizes: np.ndarray  # uint64 self size
+    first_edge: np.ndarray  # int64, n + 1
+    edge_to: np.ndarray  # uint32 node index
+    edge_type: np.ndarray  # uint8, V8's HeapGraphEdge::Type
+    edge_name: np.ndarray  # uint32: string index, or the element index
+    node_types: list[str]
+    edge_types: list[str]
+    strings: list[str]
+
+    def name(self, i: int) -> str:
+        return self.strings[int(self.names[i])]
+
+    def type(self, i: int) -> str:
+        return self.node_types[int(self.types[i])]
+
+    def weakmap_table_edges(self) -> np.ndarray:
+        """Bool per edge: a WeakMap table's internal edge to a value, which
+        DevTools does not count as retaining (the key's edge does)."""
+        internal = self.edge_types.index("internal")
+        out = np.zeros(len(self.edge_to), bool)
+        src = np.repeat(np.arange(len(self.ids)), np.diff(self.first_edge))
+        for e in np.flatnonzero(self.edge_type == internal).tolist():
+            m = _WEAKMAP_EDGE.match(self.strings[int(self.edge_name[e])])
+            if m and int(m.group(1)) == int(self.ids[src[e]]):
+                out[e] = True
+        return out
+
+
+@lru_cache(maxsize=4)
+def read(path: Path) -> Snapshot:
+    snap = json.loads(Path(path).read_text())
+    meta = snap["snapshot"]["meta"]
+    nf, ef = meta["node_fields"], meta["edge_fields"]
+    nodes = np.asarray(snap["nodes"], np.uint64).reshape(-1, len(nf))
+    edges = np.asarray(snap["edges"], np.uint64).reshape(-1, len(ef))
+    counts = nodes[:, nf.index("edge_count")].astype(np.int64)
+    first = np.zeros(len(nodes) + 1, np.int64)
+    np.cumsum(counts, out=first[1:])
+    edge_types = meta["edge_types"][0]
+    assert edge_types[:7] == ["context", "element", "property", "internal", "hidden", "shortcut", "weak"]
+    return Snapshot(
+        ids=nodes[:, nf.index("id")].copy(),
+        types=nodes[:, nf.index("type")].astype(np.uint8),
+        names=nodes[:, nf.index("name")].astype(np.uint32),
+        sizes=nodes[:, nf.index("self_size")].copy(),
+        first_edge=first,
+        edge_to=(edges[:, ef.index("to_node")] // len(nf)).astype(np.uint32),
+        edge_type=edges[:, ef.index("type")].astype(np.uint8),
+        edge_name=edges[:, ef.index("name_or_index")].astype(np.uint32),
+        node_types=meta["node_types"][0], edge_types=edge_types, strings=snap["strings"])
+
+
+@dataclass
+class Reference:
+    """DevTools' numbers for every node, in snapshot order."""
+
+    ids: np.ndarray
+    self_sizes: np.ndarray  # after DevTools moves hidden/array nodes' sizes to their owner
+    retained: np.ndarray
+    dominator: np.ndarray  # the dominator's id
+
+
+@lru_cache(maxsize=4)
+def devtools(path: Path) -> Reference:
+    """Chrome DevTools' retained sizes of a snapshot (cached beside it).
+
+    The worker runs on node 24 whatever line wrote the snapshot: it needs a
+    recent JavaScript engine (Promise.withResolvers), the format is the same.
+    """
+    if not (DEVTOOLS / "front_end").is_dir() or not (TYPESCRIPT / "lib").is_dir():
+        pytest.skip("chrome-devtools-frontend or typescript missing: run scripts/setup.sh")
+    path = Path(path)
+    out = path.with_suffix(".devtools.json")
+    if not out.exists():
+        build = CACHE / "devtools-build" / DEVTOOLS_VERSION
+        tmp = out.with_suffix(".tmp")
+        subprocess.run([str(node_binary("24.21.0")), str(TOOL), str(DEVTOOLS), str(TYPESCRIPT), str(build),
+                        str(path), str(tmp)], check=True, capture_output=True, timeout=600)
+        tmp.rename(out)
+    doc = json.loads(out.read_text())
+    return Reference(np.asarray(doc["ids"], np.uint64), np.asarray(doc["self"], np.uint64),
+                     np.asarray(doc["retained"], np.float64).astype(np.uint64),
+                     np.asarray(doc["dominator"], np.uint64))

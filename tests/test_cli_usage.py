@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -154,3 +155,20 @@ def test_binary_note(version: str, tmp_path: Path) -> None:
         whole = "\n".join(out)
         assert len(NOTE.findall(whole)) == 1, whole
         assert all("thread " in o for o in out[:2]), whole
+
+
+def test_json_errors_before_the_command_runs() -> None:
+    """A failure found before the command runs (no such core, no such
+    process) is, with --json, the JSON error document on stdout, as any
+    failure of the command itself."""
+    for args in (["jsstack", "--json", "--core", "/nonexistent/core"],
+                 ["nodeinfo", "--json", "--pid", "999999999"]):
+        p = cli(*args)
+        assert p.returncode == 1, (args, p.stdout, p.stderr)
+        docs = [line for line in p.stdout.splitlines() if line.startswith("{")]
+        assert len(docs) == 1, (args, p.stdout)
+        doc = json.loads(docs[0])
+        assert set(doc) == {"error"} and doc["error"] and "\n" not in doc["error"], doc
+        assert "Traceback" not in p.stderr and not p.stderr.startswith("v8dbg: "), p.stderr
+    p = cli("jsstack", "--core", "/nonexistent/core")
+    assert p.returncode == 1 and p.stderr.startswith("v8dbg: core file"), p.stderr

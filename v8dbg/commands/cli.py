@@ -210,7 +210,12 @@ def main(argv: list[str] | None = None) -> int:
         print("v8dbg: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except V8DbgError as e:
-        print(f"v8dbg: {e}", file=sys.stderr)
+        # Found before the command ran (no such core, no node binary): said as
+        # the command would say it, with --json the JSON error document.
+        if "--json" in argv:
+            print(json.dumps({"error": str(e)}))
+        else:
+            print(f"v8dbg: {e}", file=sys.stderr)
         return EXIT_FAILED
 
 

@@ -11,6 +11,7 @@ same file: the reference the retained sizes are checked against.
 from __future__ import annotations
 
 import json
+from collections import Counter
 import re
 import subprocess
 from dataclasses import dataclass
@@ -120,3 +121,53 @@ def devtools(path: Path) -> Reference:
     return Reference(np.asarray(doc["ids"], np.uint64), np.asarray(doc["self"], np.uint64),
                      np.asarray(doc["retained"], np.float64).astype(np.uint64),
                      np.asarray(doc["dominator"], np.uint64))
+
+
+TRANSIENT_ROOTS = ("(Handle scope)", "(Stack roots)")
+
+
+@lru_cache(maxsize=8)
+def transient(path: Path) -> "Counter[str]":
+    """Per name, the snapshot's object nodes that only the call writing the
+    snapshot kept alive: reached from the root only through `(Handle scope)`
+    or `(Stack roots)` (weak edges never retain), directly or through other
+    such objects -- e.g. the buffer the writer used and its ArrayBuffer. A
+    core taken after that call returned may hold them as garbage."""
+    snap = json.loads(Path(path).read_text())
+    meta = snap["snapshot"]["meta"]
+    nf, ef = meta["node_fields"], meta["edge_fields"]
+    k, ke = len(nf), len(ef)
+    ni, eci, ti = nf.index("name"), nf.index("edge_count"), nf.index("type")
+    eto, ety = ef.index("to_node"), ef.index("type")
+    weak = meta["edge_types"][0].index("weak")
+    objects = meta["node_types"][0].index("object")
+    nodes, edges, strings = snap["nodes"], snap["edges"], snap["strings"]
+    n = len(nodes) // k
+    first = [0] * (n + 1)
+    for i in range(n):
+        first[i + 1] = first[i] + nodes[i * k + eci] * ke
+    skip = {i for i in range(n) if strings[nodes[i * k + ni]] in TRANSIENT_ROOTS}
+
+    def reached(avoid: set[int]) -> bytearray:
+        seen = bytearray(n)
+        seen[0] = 1
+        todo = [0]
+        while todo:
+            i = todo.pop()
+            if i in avoid:
+                continue
+            for j in range(first[i], first[i + 1], ke):
+                if edges[j + ety] == weak:
+                    continue
+                t = edges[j + eto] // k
+                if not seen[t]:
+                    seen[t] = 1
+                    todo.append(t)
+        return seen
+
+    everywhere, without = reached(set()), reached(skip)
+    out: Counter = Counter()
+    for i in range(n):
+        if everywhere[i] and not without[i] and nodes[i * k + ti] == objects:
+            out[strings[nodes[i * k + ni]]] += 1
+    return out

@@ -29,9 +29,8 @@ import pytest
 
 from support import (FRONTENDS, VERSIONS, json_line, make_core, node_binary, read_json, run,
                      run_cli)
-from collections import Counter
-import json
 
+from heapsnapshot import transient
 from test_census_snapshot import census_counts, snapshot
 
 LEAK = "leakchain.js"
@@ -42,33 +41,6 @@ ROOTS = ("(Strong roots)", "(Global handles)", "(Handle scope)", "(Stack roots)"
 @lru_cache(maxsize=None)
 def leak_dir(version: str) -> Path:
     return make_core(version, LEAK)
-
-
-@lru_cache(maxsize=None)
-def transient(d: Path, name: str) -> Counter:
-    """Per name, the snapshot's object nodes held only by `(Handle scope)` or
-    `(Stack roots)`: what the call that wrote the snapshot held."""
-    snap = json.loads((d / name).read_text())
-    meta = snap["snapshot"]["meta"]
-    nf, ef = meta["node_fields"], meta["edge_fields"]
-    k, ke = len(nf), len(ef)
-    ni, eci, ti = nf.index("name"), nf.index("edge_count"), nf.index("type")
-    eto = ef.index("to_node")
-    nodes, edges, strings = snap["nodes"], snap["edges"], snap["strings"]
-    holders: dict[int, set[str]] = {}
-    pos = 0
-    for i in range(0, len(nodes), k):
-        name_i = strings[nodes[i + ni]]
-        for j in range(pos, pos + nodes[i + eci] * ke, ke):
-            holders.setdefault(edges[j + eto], set()).add(name_i)
-        pos += nodes[i + eci] * ke
-    out: Counter = Counter()
-    for i in range(0, len(nodes), k):
-        h = holders.get(i, set())
-        if h and h <= {"(Handle scope)", "(Stack roots)"} and \
-                meta["node_types"][0][nodes[i + ti]] == "object":
-            out[strings[nodes[i + ni]]] += 1
-    return out
 
 
 @lru_cache(maxsize=None)
@@ -120,7 +92,7 @@ def test_reachable_counts_equal_snapshot(frontend: str, version: str) -> None:
     assert "left_out" not in doc and doc["proxies"] == proxies, doc  # boilerplates counted too
     assert doc["damaged_pages"] == 0 and doc["skipped_bytes"] == 0, doc
     mine = census_counts(doc)
-    gone = transient(d, expected["snapshot"])
+    gone = transient(d / expected["snapshot"])
     wrong = {n: (mine[n], snap[n]) for n in set(mine) | set(snap)
              if not snap[n] - gone[n] <= mine[n] <= snap[n]}
     assert not wrong, f"findjsobjects vs snapshot, by name: {wrong}"

@@ -520,6 +520,14 @@ def validate_output(doc: dict, command: str | None = None) -> None:
 
 # -- live processes -------------------------------------------------------
 
+def tracer_of(pid: int) -> int:
+    """The pid tracing PID (0: none), from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("TracerPid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no TracerPid line for {pid}")
+
+
 class LiveNode:
     """A node process running a fixture, for attach tests; killed on exit."""
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from support import FIXTURES, ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, json_line
+from support import FIXTURES, ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, json_line, tracer_of
 
 FIXTURE = "pid_server.js"
 PAUSE = re.compile(r"^v8dbg: process (\d+) paused ([\d.]+) ms", re.M)
@@ -52,13 +52,6 @@ def fetch(port: int) -> dict:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
         assert r.status == 200
         return json.loads(r.read())
-
-
-def tracer_of(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("TracerPid:"):
-            return int(line.split()[1])
-    raise AssertionError("no TracerPid")
 
 
 def state_of(pid: int) -> str:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from support import FIXTURES, ROOT, VERSIONS, LiveNode, node_binary
+from support import FIXTURES, ROOT, VERSIONS, LiveNode, node_binary, tracer_of
 
 RATE = 399
 DURATION = 4.0
@@ -65,13 +65,6 @@ def summary(stderr: str) -> dict:
     return {"samples": int(m.group(1)), "seconds": float(m.group(2)),
             "achieved": float(m.group(3)), "asked": float(m.group(4)),
             "median_us": int(m.group(5) or 0), "p99_us": int(m.group(6) or 0)}
-
-
-def tracer_of(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("TracerPid:"):
-            return int(line.split()[1])
-    raise AssertionError("no TracerPid line")
 
 
 def runs_on_untraced(node: LiveNode) -> None:

@@ -442,7 +442,10 @@ def test_dask_cluster(fleet, tmp_path) -> None:
     """A Dask scheduler and two worker processes on 127.0.0.1, started as a
     user starts them (`dask scheduler`, `dask worker`): the same buckets."""
     pytest.importorskip("distributed")
-    dask = shutil.which("dask")
+    # The `dask` command of the Python that runs the tests (where setup.sh installed
+    # distributed), as a user runs the one of the environment v8dbg is in.
+    beside = Path(sys.executable).parent / "dask"
+    dask = str(beside) if beside.is_file() else shutil.which("dask")
     assert dask, "the dask command (pip install 'v8dbg[dask]')"
     port = _free_port()
     addr = f"tcp://127.0.0.1:{port}"

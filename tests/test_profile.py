@@ -158,23 +158,6 @@ def leaf_functions(doc: dict, file_suffix: str) -> tuple[collections.Counter, in
     return c, total
 
 
-def v8_functions(cpuprofile: dict, file_suffix: str, start: float,
-                 end: float) -> tuple[collections.Counter, float]:
-    """V8's self samples per function of `file_suffix` between monotonic
-    times start and end (seconds), and its number of samples then."""
-    t = cpuprofile["startTime"]
-    inside: collections.Counter = collections.Counter()
-    for node, dt in zip(cpuprofile["samples"], cpuprofile["timeDeltas"]):
-        t += dt
-        if start * 1e6 <= t <= end * 1e6:
-            inside[node] += 1
-    c: collections.Counter = collections.Counter()
-    for n in cpuprofile["nodes"]:
-        if n["callFrame"]["url"].endswith(file_suffix):
-            c[n["callFrame"]["functionName"]] += inside[n["id"]]
-    return c, float(sum(inside.values()))
-
-
 def throughput(progress: Path, a: float, b: float) -> tuple[float, float]:
     """The fixture's own rounds per wall-clock second and per second of its
     CPU time between monotonic times a and b (its `progress` lines nearest
@@ -217,7 +200,8 @@ class Stopped:
 
 
 RATE_99 = 99
-DURATION_99 = 8.0  # ~800 samples: a share's sampling noise about 1.7 points
+CPU_99 = 8.0  # seconds of the target's CPU time sampled: ~800 samples, a share's noise ~1.7 points
+WALL_CAP_99 = 60.0  # seconds at most, however busy the machine
 MAX_LOSS = 10.0  # percent of the fixture's throughput per CPU second
 MAX_STOPPED = 3.0  # points of the wall-clock time stopped, above the share before sampling
 
@@ -243,9 +227,26 @@ def test_shares_at_99_hz_match_cpu_prof(version: str, sampler: str) -> None:
         before = throughput(node.dir / "progress", a, time.monotonic())
         stopped_before = stopped.share()
         out = node.dir / "p.speedscope.json"
-        stopped = Stopped(node.pid)
-        p = profile(node.pid, "--rate", str(RATE_99), "--duration", str(DURATION_99),
-                    "--sampler", sampler, "-o", str(out))
+        # Until the target has had CPU_99 seconds of CPU (a busy machine gives
+        # it less than the wall-clock seconds), then Ctrl-C: the same number
+        # of samples, and so the same noise, however loaded the machine is.
+        prof = subprocess.Popen([sys.executable, "-m", "v8dbg", "profile", "--pid",
+                                 str(node.pid), "--rate", str(RATE_99), "--sampler", sampler,
+                                 "-o", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            first = wait_sampling(prof)
+            stopped = Stopped(node.pid)
+            deadline = time.monotonic() + WALL_CAP_99
+            while stopped.cpu_seconds() < CPU_99 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            prof.send_signal(signal.SIGINT)
+            _, err = prof.communicate(timeout=60)
+        finally:
+            if prof.poll() is None:
+                prof.kill()
+                prof.wait()
+        p = subprocess.CompletedProcess(prof.args, prof.returncode, "", first + err)
         done = time.monotonic()
         stopped_during, stops, cpu = stopped.share(), stopped.stops(), stopped.cpu_seconds()
         assert p.returncode == 0, p.stderr
@@ -266,9 +267,12 @@ def test_shares_at_99_hz_match_cpu_prof(version: str, sampler: str) -> None:
     assert [pr["name"] for pr in doc["profiles"]] == [f"main thread {node.pid}"]
     ours, total = leaf_functions(doc, "profile_hot.js")
     assert total == s["samples"]
-    # Sampling ended just before the profile was written and the profiler exited.
-    theirs, v8_total = v8_functions(cpuprofile, "profile_hot.js",
+    # Sampling ended just before the profile was written and the profiler
+    # exited. V8 files inlined code under its caller (round), but by the
+    # callee's line: its function is the one on that line.
+    by_line_v8, v8_total = v8_lines(cpuprofile, "profile_hot.js",
                                     done - 0.1 - s["seconds"], done - 0.1)
+    theirs = {name: by_line_v8[line] for name, line in lines.items()}
     assert v8_total > 500, v8_total
     wall_loss = 100.0 * (1 - during[0] / ((before[0] + after[0]) / 2))
     loss = 100.0 * (1 - during[1] / ((before[1] + after[1]) / 2))
@@ -289,17 +293,19 @@ def test_shares_at_99_hz_match_cpu_prof(version: str, sampler: str) -> None:
         assert abs(a - b) <= TOLERANCE, f"{version}: " + "; ".join(report)
     assert loss < MAX_LOSS, f"{version}: " + "; ".join(report)
     assert stopped_during - stopped_before < MAX_STOPPED, f"{version}: " + "; ".join(report)
-    assert abs(s["seconds"] - DURATION_99) < 0.5, s
+    assert cpu >= 0.9 * CPU_99 or s["seconds"] >= WALL_CAP_99 - 1, (cpu, s)
     if sampler == "ptrace":
         # One stop per sample (and one per signal that comes while it is
         # held), not one per SIGPROF as when the process stayed seized.
         assert stops <= 1.2 * total + 20, f"{version}: " + "; ".join(report)
         assert s["median_us"] > 0 and s["p99_us"] >= s["median_us"], s
         # A wall-clock tick; a busy 2-core machine delays the sampler.
-        expected = RATE_99 * DURATION_99
+        expected = RATE_99 * s["seconds"]
         assert 0.4 * expected <= total <= 1.05 * expected, (total, expected, p.stderr)
     else:
-        assert stops <= 20, f"{version}: the process was stopped: " + "; ".join(report)
+        # Never by the sampler: what the process does itself (a lock V8's
+        # profiler thread holds, a GC helper joined) is far from one per sample.
+        assert stops < 0.2 * total, f"{version}: the process was stopped: " + "; ".join(report)
         assert "no sample held the target (perf events)" in p.stderr, p.stderr
         # A clock of the thread's own CPU time (which a busy machine gives it
         # less of than the wall-clock seconds): RATE samples per CPU second.
@@ -307,8 +313,7 @@ def test_shares_at_99_hz_match_cpu_prof(version: str, sampler: str) -> None:
         assert 0.8 * expected <= total <= 1.1 * expected, (total, expected, p.stderr)
     # By line, as V8 files its ticks (positionTicks).
     by_line, _ = leaf_lines(doc, "profile_hot.js")
-    lines_v8, _ = v8_lines(cpuprofile, "profile_hot.js", done - 0.1 - s["seconds"], done - 0.1)
-    off = {name: (100.0 * by_line[line] / total, 100.0 * lines_v8[line] / v8_total)
+    off = {name: (100.0 * by_line[line] / total, 100.0 * by_line_v8[line] / v8_total)
            for name, line in lines.items()}
     bad = {n: ab for n, ab in off.items() if abs(ab[0] - ab[1]) > TOLERANCE}
     if bad and version.startswith("18."):

@@ -199,9 +199,9 @@ def main() -> None:
     load = open("/proc/loadavg").read().split()[:3]
     print(f"node {args.version}, {args.rounds} rounds of {args.seconds:g} s phases; "
           f"load average at start {' '.join(load)}")
-    for cpu_prof in (False, True):
-        same = same_process(node, args.seconds, args.rounds, cpu_prof)
-        target = "target running --cpu-prof" if cpu_prof else "plain target"
+    for with_cpu_prof in (False, True):
+        same = same_process(node, args.seconds, args.rounds, with_cpu_prof)
+        target = "target running --cpu-prof" if with_cpu_prof else "plain target"
         for (sampler, hz), r in same.items():
             print(f"{target}, v8dbg profile --sampler {sampler} --rate {hz}: throughput lost "
                   f"per wall-clock second {r['median_wall_pct']}% (median; runs "

@@ -7,7 +7,8 @@ the instruction pointer, the thread, a CLOCK_MONOTONIC time stamp, the user
 registers (rip, rsp, rbp: what the unwinder starts from) and a copy of the
 top of the user stack. The thread is interrupted for that copy, microseconds,
 and is neither stopped nor traced: signals reach it as without us. This is
-how perf, py-spy's and parca's kernel-side samplers do it.
+how `perf record --call-graph dwarf` samples, and what the eBPF profilers
+(parca) take in the kernel.
 
 The stack copy is STACK_COPY bytes from the sampled rsp, the most a sample
 can hold (a record's size is a 16-bit field). It holds the frames the

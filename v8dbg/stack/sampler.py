@@ -1,7 +1,8 @@
 """Sampling profiler: stacks of a running process, decoded while it runs on.
 
-A sample is a snapshot (registers and a copy of the stack's top, taken in
-microseconds by the ptrace backend); the frames are decoded afterwards,
+A sample is a snapshot (registers and a copy of the stack's top, written
+by the kernel for a perf event, or taken in microseconds through ptrace);
+the frames are decoded afterwards,
 exactly as `jsstack` decodes them (every tier, inlined frames expanded, the
 executing line), but each JavaScript machine frame is looked up first in a
 cache keyed by what the frame holds: its JSFunction and, by tier, its

@@ -52,7 +52,7 @@ RECORD_LOST, RECORD_SAMPLE = 2, 9
 STACK_COPY = 65528 - 256  # the most a sample may hold, leaving room for its other fields
 RING_PAGES = 2048  # 8 MiB per thread: ~128 samples (a record is as long as the copy asked for)
 MIN_RING_PAGES = 32
-MAX_RECORDS = 100000  # records taken from one ring in one read
+MAX_RECORDS = 10000  # records taken from one ring in one read (the rest at the next)
 
 
 class _Attr(ctypes.Structure):
@@ -294,8 +294,7 @@ class PerfSampler:
                     self.lost += 1
             elif rtype == RECORD_LOST:
                 self.lost += struct.unpack_from("<Q", rec, 16)[0]
-        if n >= MAX_RECORDS:
-            tail = head  # a cap hit: what is left is counted lost, not read
+        # At the cap, what is left stays in the ring for the next read.
         struct.pack_into("<Q", buf, 1032, tail)
         return out
 

@@ -3,14 +3,18 @@
 One node process runs a CPU-bound workload (integer loops in three
 functions, as tests/fixtures/profile_hot.js) and reports how many rounds of
 it are done, every 100 ms, on stdout. In that same process, phases follow
-one another: unsampled, sampled at 99 Hz, unsampled, sampled at 999 Hz, ...
-(--rounds times). A sampled phase's throughput is compared with the mean of
+one another: unsampled, sampled through perf events at 99 Hz, unsampled,
+through ptrace at 99 Hz, unsampled, through perf events at 999 Hz, ...
+(--rounds times). The same again with a target that runs node's own
+`--cpu-prof` (SIGPROF at 1 kHz) all along: unsampled, perf, ptrace. A sampled phase's throughput is compared with the mean of
 the unsampled phases on either side of it, so slow drift of the machine
 cancels out. Throughput is counted per wall-clock second (what a user sees;
 on a busy machine the scheduler's treatment of a process that is stopped
 and woken up often blurs it) and per second of the workload's own CPU time
 (the work each sample adds to the target). The profiler's own summary gives
-the time the target was held per sample (median and p99).
+the time the target was held per sample (median and p99); the kernel's
+count of the target's voluntary context switches tells how often it was
+stopped (a ptrace stop is one; the workload itself makes none).
 
 Then the same workload is run in fresh node processes with and without
 node's own `--cpu-prof` (alternating, --rounds each), measured over the same
@@ -62,6 +66,8 @@ main();
 """
 
 SUMMARY = re.compile(r"median (\d+) µs, p99 (\d+) µs \(([\d.]+)% of the time\)")
+CONFIGS = {False: (("perf", 99), ("ptrace", 99), ("perf", 999)),  # plain target
+           True: (("perf", 99), ("ptrace", 99))}  # the target runs --cpu-prof
 
 
 class Counter:
@@ -87,27 +93,39 @@ class Counter:
         return (hi[1] - lo[1]) / (hi[0] - lo[0]), (hi[1] - lo[1]) / (hi[2] - lo[2])
 
 
-def sampled_phase(pid: int, rate: int, seconds: float) -> tuple[float, float, str]:
-    """Run the profiler for `seconds`; the window it sampled in and its summary."""
+def stops(pid: int) -> int:
+    """The main thread's voluntary context switches so far."""
+    text = Path(f"/proc/{pid}/task/{pid}/status").read_text()
+    return next(int(ln.split()[1]) for ln in text.splitlines()
+                if ln.startswith("voluntary_ctxt_switches:"))
+
+
+def sampled_phase(pid: int, sampler: str, rate: int,
+                  seconds: float) -> tuple[float, float, str, int]:
+    """Run the profiler for `seconds`; the window it sampled in, its summary
+    (the last line of its stderr) and how often the target was stopped."""
+    s0 = stops(pid)
     p = subprocess.run([sys.executable, "-m", "v8dbg", "profile", "--pid", str(pid), "--rate",
-                        str(rate), "--duration", str(seconds), "-o", "/dev/null"],
-                       cwd=ROOT, capture_output=True, text=True)
+                        str(rate), "--duration", str(seconds), "--sampler", sampler,
+                        "-o", "/dev/null"], cwd=ROOT, capture_output=True, text=True)
     end = time.monotonic()
     if p.returncode != 0:
         raise RuntimeError(p.stderr)
     # Sampling ends just before the profile is written and the process exits.
-    return end - seconds + 0.2, end - 0.2, p.stderr.strip()
+    return end - seconds + 0.2, end - 0.2, p.stderr.strip().splitlines()[-1], stops(pid) - s0
 
 
-def same_process(node: str, seconds: float, rounds: int) -> dict:
+def same_process(node: str, seconds: float, rounds: int, cpu_prof: bool) -> dict:
     with tempfile.TemporaryDirectory() as d:
         script = Path(d) / "workload.js"
         script.write_text(WORKLOAD)
-        proc = subprocess.Popen([node, str(script)], stdout=subprocess.PIPE, text=True)
+        flags = ["--cpu-prof", f"--cpu-prof-dir={d}"] if cpu_prof else []
+        proc = subprocess.Popen([node, *flags, str(script)], stdout=subprocess.PIPE, text=True)
         try:
             c = Counter(proc)
             time.sleep(2.0)  # warm up: optimized code
-            runs: dict[int, list[tuple[float, float, str]]] = {99: [], 999: []}
+            runs: dict[tuple[str, int], list[tuple[float, float, str, int]]] = \
+                {k: [] for k in CONFIGS[cpu_prof]}
 
             def unsampled() -> tuple[float, float]:
                 a = time.monotonic()
@@ -116,22 +134,22 @@ def same_process(node: str, seconds: float, rounds: int) -> dict:
                 return c.rate(a + 0.2, b - 0.2)
 
             for _ in range(rounds):
-                for hz in (99, 999):
+                for sampler, hz in CONFIGS[cpu_prof]:
                     before = unsampled()
-                    a, b, text = sampled_phase(proc.pid, hz, seconds)
+                    a, b, text, n = sampled_phase(proc.pid, sampler, hz, seconds)
                     wall, cpu = c.rate(a, b)
                     after = unsampled()
-                    runs[hz].append((wall / ((before[0] + after[0]) / 2),
-                                     cpu / ((before[1] + after[1]) / 2), text))
+                    runs[(sampler, hz)].append((wall / ((before[0] + after[0]) / 2),
+                                                cpu / ((before[1] + after[1]) / 2), text, n))
         finally:
             proc.kill()
             proc.wait()
     out = {}
-    for hz, rs in runs.items():
-        wall = [w for w, _, _ in rs]
-        cpu = [x for _, x, _ in rs]
-        held = [SUMMARY.search(t) for _, _, t in rs]
-        out[hz] = {
+    for key, rs in runs.items():
+        wall = [w for w, _, _, _ in rs]
+        cpu = [x for _, x, _, _ in rs]
+        held = [SUMMARY.search(t) for _, _, t, _ in rs]
+        out[key] = {
             "wall_pct": [round(100 * (1 - x), 2) for x in wall],
             "median_wall_pct": round(100 * (1 - statistics.median(wall)), 2),
             "cpu_pct": [round(100 * (1 - x), 2) for x in cpu],
@@ -139,7 +157,8 @@ def same_process(node: str, seconds: float, rounds: int) -> dict:
             "held_median_us": [int(m.group(1)) for m in held if m],
             "held_p99_us": [int(m.group(2)) for m in held if m],
             "held_pct": [float(m.group(3)) for m in held if m],
-            "summaries": [t for _, _, t in rs],
+            "summaries": [t for _, _, t, _ in rs],
+            "stops": [n for _, _, _, n in rs],
         }
     return out
 
@@ -180,16 +199,18 @@ def main() -> None:
     load = open("/proc/loadavg").read().split()[:3]
     print(f"node {args.version}, {args.rounds} rounds of {args.seconds:g} s phases; "
           f"load average at start {' '.join(load)}")
-    same = same_process(node, args.seconds, args.rounds)
-    for hz in (99, 999):
-        r = same[hz]
-        print(f"v8dbg profile at {hz} Hz: throughput lost per wall-clock second "
-              f"{r['median_wall_pct']}% (median; runs {r['wall_pct']}), per CPU second "
-              f"{r['median_cpu_pct']}% (runs {r['cpu_pct']}); held per sample: median "
-              f"{r['held_median_us']} µs, p99 {r['held_p99_us']} µs; held "
-              f"{r['held_pct']}% of the time")
-        for t in r["summaries"]:
-            print(f"    {t}")
+    for with_cpu_prof in (False, True):
+        same = same_process(node, args.seconds, args.rounds, with_cpu_prof)
+        target = "target running --cpu-prof" if with_cpu_prof else "plain target"
+        for (sampler, hz), r in same.items():
+            print(f"{target}, v8dbg profile --sampler {sampler} --rate {hz}: throughput lost "
+                  f"per wall-clock second {r['median_wall_pct']}% (median; runs "
+                  f"{r['wall_pct']}), per CPU second {r['median_cpu_pct']}% (runs "
+                  f"{r['cpu_pct']}); target stopped {r['stops']} times; held per sample: "
+                  f"median {r['held_median_us']} µs, p99 {r['held_p99_us']} µs; held "
+                  f"{r['held_pct']}% of the time", flush=True)
+            for t in r["summaries"]:
+                print(f"    {t}")
     cp = cpu_prof(node, args.seconds, args.rounds)
     print(f"node --cpu-prof: throughput lost per wall-clock second {cp['median_wall_pct']}% "
           f"(median; runs {cp['wall_pct']}), per CPU second {cp['median_cpu_pct']}% "

@@ -17,7 +17,7 @@ from . import profile_output
 from .standalone import Parser, run
 
 USAGE = ("profile --pid PID [--rate HZ] [--duration S] [--threads main|all] [--idle] "
-         "[--native] [-o FILE] [--format folded|speedscope|svg]")
+         "[--native] [--sampler perf|ptrace] [-o FILE] [--format folded|speedscope|svg]")
 SUMMARY = "sample a running node process (no restart) into a flame graph"
 MAX_RATE = 10000.0
 
@@ -25,10 +25,13 @@ MAX_RATE = 10000.0
 def parser() -> argparse.ArgumentParser:
     p = Parser("profile", USAGE, description=(
         "Sample the JavaScript stacks of a running node process, without "
-        "restarting it: each sample stops one thread for microseconds "
-        "(ptrace), copies its registers and stack top, and lets it run on; "
-        "the frames are decoded meanwhile, as jsstack shows them. Without "
-        "--duration, sampling goes on until Ctrl-C or the process exits."))
+        "restarting it. Through perf events (the default where the kernel "
+        "allows them) the process never stops: the kernel copies a thread's "
+        "registers and stack top at each tick of its CPU clock. Otherwise "
+        "through ptrace: each sample attaches, stops one thread for "
+        "microseconds, copies, and detaches. The frames are decoded meanwhile, "
+        "as jsstack shows them. Without --duration, sampling goes on until "
+        "Ctrl-C or the process exits."))
     p.add_argument("--pid", type=int, required=True, help="the node process")
     p.add_argument("--rate", type=float, default=99.0, metavar="HZ",
                    help="samples per second and thread (default 99)")
@@ -42,6 +45,9 @@ def parser() -> argparse.ArgumentParser:
                         "sync call); otherwise only threads on a CPU count")
     p.add_argument("--native", action="store_true",
                    help="keep native (C/C++) frames; V8-internal frames are always folded away")
+    p.add_argument("--sampler", choices=("perf", "ptrace"),
+                   help="how to sample (default: perf events, ptrace where they are "
+                        "not allowed or with --idle)")
     p.add_argument("-o", dest="output", metavar="FILE",
                    help="write here (format from the extension: .svg, .speedscope.json "
                         "or .json, .folded or .txt); default: folded stacks on stdout")
@@ -68,6 +74,9 @@ def _check_args(args: argparse.Namespace) -> str | None:
         return "--duration must be a number of seconds above 0"
     if args.pid <= 0:
         return "--pid must be a process id"
+    if args.idle and args.sampler == "perf":
+        return ("--idle needs --sampler ptrace: a perf clock event fires only while "
+                "its thread is on a CPU")
     if args.output:
         d = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(d):
@@ -76,16 +85,44 @@ def _check_args(args: argparse.Namespace) -> str | None:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from ..program import Program
-    from ..stack.sampler import StackSampler, run
-    from ..inferior.ptrace import PtraceBackend, Tracer, process_state
+    from ..inferior.perf import PerfSampler, PerfUnavailable
+    from ..inferior.ptrace import process_state
 
     pid = args.pid
     if process_state(pid) in (None, "Z", "X"):
         raise V8DbgError(f"no process {pid}")
     fmt = args.format or profile_output.format_for(args.output)
     title = f"node process {pid}: {' '.join(_argv(pid))[:120]}"
-    tracer = Tracer(pid)
+    all_threads = args.threads == "all"
+    perf: PerfSampler | None = None
+    why_ptrace = "asked for (--sampler ptrace)"
+    if args.idle:
+        why_ptrace = "--idle samples blocked threads; a perf clock event fires only on a CPU"
+    elif args.sampler != "ptrace":
+        perf = PerfSampler(pid, args.rate)
+        try:
+            perf.attach(all_threads)  # opened disabled: nothing sampled yet
+        except PerfUnavailable as e:
+            perf.close()
+            if args.sampler == "perf":
+                raise V8DbgError(f"cannot sample process {pid} through perf events: {e}") \
+                    from None
+            perf, why_ptrace = None, f"perf events not allowed: {e}"
+    try:
+        return _sample(args, pid, fmt, title, perf, why_ptrace, all_threads)
+    finally:
+        if perf is not None:
+            perf.close()
+
+
+def _sample(args: argparse.Namespace, pid: int, fmt: str, title: str, perf,
+            why_ptrace: str, all_threads: bool) -> int:
+    from ..program import Program
+    from ..stack.sampler import StackSampler, run, run_perf
+    from ..inferior.ptrace import PtraceBackend, Tracer
+
+    args.sampler_used = "perf" if perf is not None else "ptrace"
+    tracer = perf if perf is not None else Tracer(pid, transient=True)
     backend = PtraceBackend(tracer)
     exe = backend.executable()
     if exe is None:
@@ -97,16 +134,30 @@ def _profile(args: argparse.Namespace) -> int:
         raise V8DbgError(f"process {pid} ({exe}) is not a node process v8dbg can read: {e}") \
             from None
     prog.check_binary()
-    sampler = StackSampler(prog, native=args.native, pump=tracer.pump)
-    sampler.prepare()
-    _prefer_cpu()
-    tracer.attach(all_threads=args.threads == "all")
-    prof = run(tracer, sampler, backend, args.rate, args.duration,
-               all_threads=args.threads == "all", idle=args.idle)
+    if perf is not None:
+        sampler = StackSampler(prog, native=args.native)
+        sampler.prepare()
+        print(f"v8dbg: profile: sampling process {pid} through perf events (a CPU-clock "
+              f"event per thread, {args.rate:g} Hz of its CPU time): it never stops",
+              file=sys.stderr, flush=True)
+        prof = run_perf(perf, sampler, backend, args.rate, args.duration, all_threads)
+        exit_status = None
+    else:
+        assert isinstance(tracer, Tracer)
+        sampler = StackSampler(prog, native=args.native, pump=tracer.pump)
+        sampler.prepare()
+        _prefer_cpu()
+        tracer.attach(all_threads=all_threads)
+        print(f"v8dbg: profile: sampling process {pid} through ptrace ({why_ptrace}): each "
+              "sample stops a thread for microseconds, then detaches", file=sys.stderr,
+              flush=True)
+        prof = run(tracer, sampler, backend, args.rate, args.duration,
+                   all_threads=all_threads, idle=args.idle)
+        exit_status = tracer.exit_status
 
     status = 0
     if prof.stop_reason == "exited":
-        why = f" ({tracer.exit_status})" if tracer.exit_status else ""
+        why = f" ({exit_status})" if exit_status else ""
         print(f"v8dbg: process {pid} exited{why} after {prof.elapsed:.2f} s of sampling; "
               f"writing the {prof.samples} samples taken", file=sys.stderr)
         status = 1
@@ -152,11 +203,16 @@ def summary(prof, args: argparse.Namespace) -> str:
                 f"({share:.2f}% of the time)")
     else:
         hold = "no sample held the target"
+        if getattr(args, "sampler_used", None) == "perf":
+            hold += " (perf events)"
     rate = prof.ticks / prof.elapsed if prof.elapsed > 0 else 0.0
     threads = len(prof.threads)
     who = f" of {threads} threads" if threads > 1 else ""
     line = (f"v8dbg: profile: {prof.samples} samples{who} in {prof.elapsed:.2f} s "
             f"({rate:.1f} Hz achieved, {args.rate:g} Hz asked); {hold}")
+    if prof.cpu_seconds:
+        line += (f"; the sampled threads ran {prof.cpu_seconds:.2f} s on a CPU "
+                 f"({prof.samples / prof.cpu_seconds:.1f} samples per CPU second)")
     if prof.skipped_off_cpu:
         line += f"; {prof.skipped_off_cpu} off-CPU samples skipped"
         if not prof.samples:

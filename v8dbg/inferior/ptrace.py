@@ -14,6 +14,11 @@ passes the signal on, so `pump` must run often: the sampler calls it between
 samples and waits for SIGCHLD (blocked, taken with sigtimedwait) rather
 than sleeping blindly.
 
+With `transient`, no thread stays seized between samples: each sample
+seizes the thread, stops it, copies, and detaches (as py-spy does), so a
+signal sent to the process between samples reaches it as without us. This
+is the fallback where perf events (perf.py) are not allowed.
+
 Only ctypes and the C library: no other dependency.
 """
 
@@ -104,6 +109,7 @@ class _Thread:
     want_on_cpu: bool = True
     stale: bool = False  # an interrupt's stop still to come, after a sample at a signal stop
     last: Snapshot | None = None
+    seized: bool = True  # traced now (a transient tracer lets go after each sample)
 
 
 def permission_hint(pid: int) -> str:
@@ -171,8 +177,9 @@ class Tracer:
     the attaching thread), and SIGCHLD must stay blocked in that thread.
     """
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, transient: bool = False) -> None:
         self.pid = pid
+        self.transient = transient
         self.threads: dict[int, _Thread] = {}
         self.released: set[int] = set()  # threads let go for good: not JavaScript threads
         self.exited = False
@@ -378,6 +385,13 @@ class Tracer:
         th = self.threads.get(tid)
         if th is None or th.want or th.stale:
             return None
+        if not th.seized:
+            err = _call(PTRACE_SEIZE, tid)
+            if err:
+                if err == errno.ESRCH:
+                    self._reap(tid)
+                return None
+            th.seized = True
         err = _call(PTRACE_INTERRUPT, tid)
         if err:
             if err == errno.ESRCH:
@@ -415,9 +429,14 @@ class Tracer:
         if not err:
             base, copied = self._copy_stack(th, regs.rsp)
         sig, th.signal_pending = th.signal_pending, 0
-        _call(PTRACE_CONT, tid, 0, sig)
+        if self.transient:
+            # Let go: the interrupt still pending after a signal stop goes with us.
+            _call(PTRACE_DETACH, tid, 0, sig)
+            th.seized = False
+        else:
+            _call(PTRACE_CONT, tid, 0, sig)
         th.stopped = False
-        if what == "signal":
+        if what == "signal" and th.seized:
             # Our interrupt is still pending: it stops the thread again once the
             # handler is set up. That stop is no sample (pump lets it go); until
             # it has come, the thread is not interrupted again.
@@ -489,7 +508,9 @@ class Tracer:
         th = self.threads.get(tid)
         if th is None:
             return
-        if th.stopped:
+        if not th.seized:
+            what = "released"
+        elif th.stopped:
             what = "trap"
         elif _call(PTRACE_INTERRUPT, tid) == 0:
             what = self._wait_stop(tid, STOP_TIMEOUT, sampling=True)

@@ -1,7 +1,8 @@
 """Sampling profiler: stacks of a running process, decoded while it runs on.
 
-A sample is a snapshot (registers and a copy of the stack's top, taken in
-microseconds by the ptrace backend); the frames are decoded afterwards,
+A sample is a snapshot (registers and a copy of the stack's top, written
+by the kernel for a perf event, or taken in microseconds through ptrace);
+the frames are decoded afterwards,
 exactly as `jsstack` decodes them (every tier, inlined frames expanded, the
 executing line), but each JavaScript machine frame is looked up first in a
 cache keyed by what the frame holds: its JSFunction and, by tier, its
@@ -74,6 +75,7 @@ class Profile:
     waiting: int = 0  # ticks a thread skipped, its last sample waiting for it to get a CPU
     held_ns: list[int] = field(default_factory=list)
     stop_reason: str | None = None  # None: --duration reached
+    cpu_seconds: float | None = None  # perf: the sampled threads' time on a CPU meanwhile
 
     @property
     def samples(self) -> int:
@@ -359,6 +361,36 @@ class _Stop:
             signal.signal(sig, old)  # type: ignore[arg-type]
 
 
+class _Collector:
+    """Profile frames interned, stacks filed per thread: what both samplers record."""
+
+    def __init__(self, prof: Profile, main_tid: int) -> None:
+        self.prof = prof
+        self.main_tid = main_tid
+        self.index: dict[ProfileFrame, int] = {}
+        self.by_tid: dict[int, ThreadSamples] = {}
+
+    def frame_id(self, f: ProfileFrame) -> int:
+        i = self.index.get(f)
+        if i is None:
+            i = self.index[f] = len(self.prof.frames)
+            self.prof.frames.append(f)
+        return i
+
+    def record(self, tid: int, frames: list[ProfileFrame], on_cpu: bool) -> None:
+        ts = self.by_tid.get(tid)
+        if ts is None:
+            main = tid == self.main_tid
+            label = (f"main thread {tid}" if main else f"worker thread {tid}")
+            ts = self.by_tid[tid] = ThreadSamples(tid, label, main)
+        if not frames:
+            frames = [PROGRAM if on_cpu else IDLE]
+        ts.stacks.append(tuple(self.frame_id(f) for f in reversed(frames)))
+
+    def finish(self) -> None:
+        self.prof.threads = sorted(self.by_tid.values(), key=lambda t: (not t.main, t.tid))
+
+
 def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | None,
         all_threads: bool, idle: bool) -> Profile:
     """Sample until `duration` passes, the target exits, or SIGINT/SIGTERM.
@@ -367,30 +399,13 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
     every case, before returning.
     """
     prof = Profile(tracer.pid, rate)
-    index: dict[ProfileFrame, int] = {}
-    by_tid: dict[int, ThreadSamples] = {}
+    col = _Collector(prof, tracer.pid)
+    record = col.record
     role: dict[int, bool] = {}  # tid -> runs an isolate (decided at its first sample)
     period = 1.0 / rate
     start = next_tick = next_scan = 0.0
     end: float | None = None
     rng = random.Random(tracer.pid)
-
-    def frame_id(f: ProfileFrame) -> int:
-        i = index.get(f)
-        if i is None:
-            i = index[f] = len(prof.frames)
-            prof.frames.append(f)
-        return i
-
-    def record(tid: int, frames: list[ProfileFrame], on_cpu: bool) -> None:
-        ts = by_tid.get(tid)
-        if ts is None:
-            main = tid == tracer.pid
-            label = (f"main thread {tid}" if main else f"worker thread {tid}")
-            ts = by_tid[tid] = ThreadSamples(tid, label, main)
-        if not frames:
-            frames = [PROGRAM if on_cpu else IDLE]
-        ts.stacks.append(tuple(frame_id(f) for f in reversed(frames)))
 
     def take(tid: int, classify: bool = False) -> None:
         """One sample of one thread; `classify` only decides whether it runs an isolate."""
@@ -478,5 +493,104 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
             tracer.detach()
     if tracer.exited and prof.stop_reason is None:
         prof.stop_reason = "exited"
-    prof.threads = sorted(by_tid.values(), key=lambda t: (not t.main, t.tid))
+    col.finish()
     return prof
+
+
+PERF_POLL = 0.05  # seconds between looks at the clock and the process when no sample comes
+
+
+def run_perf(perf, sampler: StackSampler, backend, rate: float, duration: float | None,
+             all_threads: bool) -> Profile:
+    """Sample through perf events until `duration` passes, the target exits,
+    or SIGINT/SIGTERM. The process never stops: the kernel writes each
+    sample (registers, stack copy) to a ring buffer, read here and decoded
+    as the ptrace samples are.
+
+    `perf` is a PerfSampler with its events open but not started; they are
+    closed here, in every case, before returning.
+    """
+    from ..inferior.ptrace import process_state
+
+    prof = Profile(perf.pid, rate)
+    col = _Collector(prof, perf.pid)
+    role: dict[int, bool] = {}  # tid -> runs an isolate (decided at its first sample)
+    start = 0.0
+
+    def use(snap) -> None:
+        tid = snap.tid
+        if tid in perf.released:
+            return
+        backend.use(snap)
+        try:
+            frames, v8 = sampler.decode(snap.regs)
+        finally:
+            backend.use(None)
+        if tid not in role:
+            role[tid] = tid == perf.pid or sampler.runs_isolate(frames, v8)
+            if not role[tid]:
+                perf.release(tid)  # not a JavaScript thread: let it be
+                return
+        if not sampler.native:
+            frames = [f for f in frames if f.kind != "native"]
+        col.record(tid, frames, True)
+
+    ran: dict[int, int] = {}  # tid -> its CPU time (ns) when sampling started or it was found
+
+    with _Stop() as stop:
+        try:
+            perf.start()
+            for tid in perf.threads:
+                ran[tid] = _cpu_ns(perf.pid, tid)
+            start = prof.started = time.monotonic()
+            end = start + duration if duration is not None else None
+            next_scan = start + THREAD_RESCAN
+            while stop.reason is None:
+                now = time.monotonic()
+                if end is not None and now >= end:
+                    break
+                if process_state(perf.pid) in (None, "Z", "X"):
+                    prof.stop_reason = "exited"
+                    break
+                wait = PERF_POLL if end is None else min(PERF_POLL, max(end - now, 0.0))
+                perf.wait(wait)
+                for snap in perf.take():
+                    if end is None or snap.time <= end:
+                        use(snap)
+                if all_threads and now >= next_scan:
+                    next_scan = now + THREAD_RESCAN
+                    for tid in perf.refresh_threads():
+                        ran[tid] = _cpu_ns(perf.pid, tid)
+            if stop.reason is not None:
+                prof.stop_reason = stop.reason
+            prof.elapsed = time.monotonic() - start
+            cpu = sum(max(_cpu_ns(perf.pid, tid) - ns, 0) for tid, ns in ran.items()
+                      if role.get(tid, tid == perf.pid) and ns >= 0)
+            prof.cpu_seconds = cpu / 1e9
+            for snap in perf.take():  # written before the end, not yet read
+                if snap.time <= start + prof.elapsed:
+                    use(snap)
+        finally:
+            if not prof.elapsed and start:
+                prof.elapsed = time.monotonic() - start
+            perf.close()
+    prof.failed = perf.lost
+    col.finish()
+    # A clock event fires only while its thread runs: the clock achieved is
+    # the busiest thread's, and the ticks a sampled thread spent off a CPU
+    # are those it was not sampled at.
+    busiest = max((len(t.stacks) for t in prof.threads), default=0)
+    prof.ticks = busiest + perf.lost
+    sampled = [t for t, r in role.items() if r] or [perf.pid]
+    expected = int(prof.elapsed * rate) * len(sampled)
+    prof.skipped_off_cpu = max(0, expected - prof.samples - perf.lost)
+    return prof
+
+
+def _cpu_ns(pid: int, tid: int) -> int:
+    """A thread's time on a CPU so far (ns, /proc/.../schedstat); -1 when unknown."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+            return int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return -1

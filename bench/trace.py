@@ -22,6 +22,7 @@ Usage: python3 bench/trace.py [--version V] [--seconds S] [--rounds N]
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import statistics
 import subprocess
@@ -97,13 +98,24 @@ class Counter:
                 pass
 
 
-def rate(counter: Counter, seconds: float) -> float:
-    a, t0 = counter.value, time.monotonic()
+TICK = os.sysconf("SC_CLK_TCK")
+Phase = tuple[float, float]  # (units of work a second, the target's CPU µs per unit)
+
+
+def cpu_seconds(pid: int) -> float:
+    """The target's user + system CPU time (probe hits count as its system time)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def rate(counter: Counter, seconds: float) -> Phase:
+    a, c0, t0 = counter.value, cpu_seconds(counter.proc.pid), time.monotonic()
     time.sleep(seconds)
-    return (counter.value - a) / (time.monotonic() - t0)
+    n = counter.value - a
+    return n / (time.monotonic() - t0), (cpu_seconds(counter.proc.pid) - c0) / max(n, 1) * 1e6
 
 
-def traced_rate(mode: str, pid: int, counter: Counter, seconds: float) -> float:
+def traced_rate(mode: str, pid: int, counter: Counter, seconds: float) -> Phase:
     what = mode.split("-")[0]
     tracer = subprocess.Popen([sys.executable, "-m", "v8dbg", "trace", what, "--pid", str(pid)],
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -130,17 +142,22 @@ def bench(mode: str, version: str, seconds: float, rounds: int) -> None:
         counter = Counter(proc)
         time.sleep(2.0)  # warm up
         base = [rate(counter, seconds)]
-        losses = []
+        losses, extra = [], []
         for _ in range(rounds):
-            traced = traced_rate(mode, proc.pid, counter, seconds)
+            traced, traced_cpu = traced_rate(mode, proc.pid, counter, seconds)
             base.append(rate(counter, seconds))
-            ref = (base[-1] + base[-2]) / 2
+            ref = (base[-1][0] + base[-2][0]) / 2
+            ref_cpu = (base[-1][1] + base[-2][1]) / 2
             losses.append(100.0 * (ref - traced) / ref)
-            print(f"  {mode}: untraced {ref:,.0f}/s, traced {traced:,.0f}/s: "
-                  f"{losses[-1]:+.1f} %", flush=True)
+            extra.append(100.0 * (traced_cpu - ref_cpu) / ref_cpu)
+            print(f"  {mode}: untraced {ref:,.0f}/s ({ref_cpu:.1f} µs CPU each), traced "
+                  f"{traced:,.0f}/s ({traced_cpu:.1f} µs CPU each): {losses[-1]:+.1f} % "
+                  f"throughput lost, {extra[-1]:+.1f} % CPU per unit", flush=True)
         print(f"{mode} (node {version}): throughput lost while traced, median of {rounds}: "
               f"{statistics.median(losses):+.1f} % ({', '.join(f'{x:+.1f}' for x in losses)}); "
-              f"untraced {statistics.median(base):,.0f}/s", flush=True)
+              f"CPU per unit {statistics.median(extra):+.1f} % "
+              f"({', '.join(f'{x:+.1f}' for x in extra)}); "
+              f"untraced {statistics.median(b[0] for b in base):,.0f}/s", flush=True)
     finally:
         for p in (client, proc):
             if p is not None and p.poll() is None:

@@ -142,7 +142,7 @@ def _trace(args: argparse.Namespace) -> int:
     elf = open_elf(exe)
     mod = {"gc": gc, "threadpool": threadpool, "http": http}[args.what]
     sites = probes.find(elf, mod.SITES, getattr(mod, "OPTIONAL", []))
-    program = mod.program(sites, exe, args.pid)
+    program = mod.program(sites, exe, args.pid, elf)
     out, why, elapsed = run_program(args.pid, program, args.duration,
                                     syscalls=args.what == "http")
     report = mod.decode(out, sites) if args.what == "gc" else mod.decode(out, elf)

@@ -9,39 +9,71 @@ from dataclasses import dataclass, field
 
 from ..inferior.bpftrace import Output
 from ..inferior.elf import ElfFile
+from ..inferior.uprobes import cheap_entry
 from ..v8.probes import Sites, class_of_vtable, function_at
 from .histogram import Histogram
 
 SITES = ["uv_queue_work", "uv_work_submit", "uv_work_functions", "node_pool_work"]
+OPTIONAL = ["uv_once"]
 
 # libuv's own jobs, by the work function the pool runs for them.
 LIBUV_KINDS = {"uv__fs_work": "FSReq", "uv__getaddrinfo_work": "GetAddrInfo",
                "uv__getnameinfo_work": "GetNameInfo", "uv__random_work": "Random"}
 
 
-def program(sites: Sites, exe: str, pid: int) -> str:
-    """Each job's key is what names its kind: the vtable of node's own
-    ThreadPoolWork jobs, an add-on's work_cb, libuv's work function."""
+def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
+    """Three probe hits a job: where it is queued (uv_queue_work, which
+    inlines uv__work_submit, or uv__work_submit for libuv's own jobs) its
+    kind is named (the vtable of node's own ThreadPoolWork jobs, an add-on's
+    work_cb, libuv's work function) and the time taken; the work function's
+    entry and return (a uretprobe) on a pool thread time the run. Each
+    probe costs most where the kernel must single-step the instruction
+    (inferior/uprobes.py): uv_queue_work's jobs run in uv__queue_work, which
+    calls the job's work_cb, and where uv__queue_work's first instruction
+    would be single-stepped node's ThreadPoolWork callback is probed in its
+    place; other work_cbs (an add-on calling uv_queue_work itself) are then
+    counted when queued but not timed."""
     f = sites.facts
-    work_fns = [sites.addrs[k] for k in sorted(sites.addrs) if k.startswith("uv_work_functions.")]
     queue_fn = sites.addrs.get("uv_work_functions.0")  # uv__queue_work
+    node_fn = sites.addr("node_pool_work")
     req_off, tpw_off = f["uv_work_t_work_req"], f["ThreadPoolWork_work_req"]
-    entries = ", ".join(f"uprobe:{exe}:{a:#x}" for a in work_fns)
+    time_queue = queue_fn is not None and cheap_entry(elf, queue_fn)
+    work_fns = [sites.addrs[k] for k in sorted(sites.addrs)
+                if k.startswith("uv_work_functions.") and (k != "uv_work_functions.0" or time_queue)]
+    timed = ", ".join(f"uprobe:{exe}:{a:#x}" for a in work_fns)
     returns = ", ".join(f"uretprobe:{exe}:{a:#x}" for a in work_fns)
     skip_queue = f"arg3 != {queue_fn:#x}" if queue_fn else "1"
-    return f"""
-uprobe:{exe}:{sites.addr("uv_queue_work"):#x} /pid == {pid}/ {{
-  $w = arg1 + {req_off};
-  $k = arg2;
-  if (arg2 == {sites.addr("node_pool_work"):#x}) {{ $k = *(uint64 *)(arg1 - {tpw_off}); }}
-  @tp_kind[$w] = $k;
-  @tp_t0[$w] = nsecs;
+    qw = sites.addr("uv_queue_work")
+    once = _once_site(elf, sites, qw)
+    if once is None:  # a probe on uv_queue_work's entry: (loop, req, work_cb, after)
+        site, req, cb = f"uprobe:{exe}:{qw:#x} /pid == {pid}/", "arg1", "arg2"
+    else:  # on uv_once's entry, called from uv_queue_work with the request in a register
+        ret, reg = once
+        site = (f"uprobe:{exe}:{sites.addr('uv_once'):#x} "
+                f"/pid == {pid} && *(uint64 *)reg(\"sp\") == {ret:#x}/")
+        req, cb = f'reg("{reg}")', f'*(uint64 *)(reg("{reg}") + {f["uv_work_t_work_cb"]})'
+    queued = f"""
+{site} {{
+  $w = {req} + {req_off};
+  $k = {cb};
+  $timed = {1 if time_queue else 0};
+  if ($k == {node_fn:#x}) {{ $k = *(uint64 *)({req} - {tpw_off}); $timed = 1; }}
+  if ($timed) {{ @tp_kind[$w] = $k; @tp_t0[$w] = nsecs; }}
+  else {{ @tp_untimed[$k] = count(); }}
 }}
 uprobe:{exe}:{sites.addr("uv_work_submit"):#x} /pid == {pid} && {skip_queue}/ {{
   @tp_kind[arg1] = arg3;
   @tp_t0[arg1] = nsecs;
-}}
-{entries} /pid == {pid} && @tp_t0[arg0]/ {{
+}}"""
+    node_probe = "" if time_queue else f"""
+uprobe:{exe}:{node_fn:#x} /pid == {pid} && @tp_t0[arg0 + {req_off}]/ {{
+  @tp_t1[arg0 + {req_off}] = nsecs;
+  @tp_cur[tid] = arg0 + {req_off};
+}}"""
+    if not time_queue:
+        returns += f", uretprobe:{exe}:{node_fn:#x}"
+    return queued + node_probe + f"""
+{timed} /pid == {pid} && @tp_t0[arg0]/ {{
   @tp_t1[arg0] = nsecs;
   @tp_cur[tid] = arg0;
 }}
@@ -67,6 +99,23 @@ END {{ clear(@tp_kind); clear(@tp_t0); clear(@tp_t1); clear(@tp_cur); }}
 """
 
 
+def _once_site(elf: ElfFile, sites: Sites, queue_work: int) -> tuple[int, str] | None:
+    """(return address, register) of uv_queue_work's call of uv_once, where
+    uv_queue_work's own entry would be single-stepped, the line's table has
+    the site, and the binary has a call of uv_once right there; else None."""
+    fact = sites.facts.get("uv_queue_work_once")
+    once = sites.addrs.get("uv_once")
+    if not fact or once is None or cheap_entry(elf, queue_work):
+        return None
+    ret = queue_work + fact[0]
+    call = elf.read(ret - 5, 5) or b""
+    if len(call) != 5 or call[0] != 0xE8:
+        return None
+    if ret + int.from_bytes(call[1:], "little", signed=True) != once:
+        return None
+    return ret, fact[1]
+
+
 @dataclass
 class Stage:
     """One stage's latency, µs: p50/p99 from the kernel's histogram (the
@@ -88,9 +137,18 @@ class PoolKind:
 
 
 @dataclass
+class Untimed:
+    """Jobs counted when queued, not timed (see program())."""
+    kind: str
+    key: str
+    count: int
+
+
+@dataclass
 class PoolReport:
     kinds: list[PoolKind] = field(default_factory=list)
     lost: int = 0
+    untimed: list[Untimed] = field(default_factory=list)
 
 
 def kind_name(elf: ElfFile, addr: int) -> str:
@@ -127,4 +185,7 @@ def decode(out: Output, elf: ElfFile) -> PoolReport:
                               _stage(m.get("@tp_wait") or {}, m.get("@tp_wait_max") or {}, key),  # type: ignore[arg-type]
                               _stage(m.get("@tp_run") or {}, m.get("@tp_run_max") or {}, key)))  # type: ignore[arg-type]
     kinds.sort(key=lambda k: (-k.count, k.kind))
-    return PoolReport(kinds, out.lost)
+    untimed = [Untimed(kind_name(elf, int(key)), f"{int(key):#x}", int(n))
+               for key, n in (m.get("@tp_untimed") or {}).items()]  # type: ignore[union-attr]
+    untimed.sort(key=lambda u: (-u.count, u.kind))
+    return PoolReport(kinds, out.lost, untimed)

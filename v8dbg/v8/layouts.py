@@ -806,11 +806,18 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         **_http_sites("12_GLOBAL__N_1"),
         "uv_queue_work": "uv_queue_work",
         "uv_work_submit": "uv__work_submit",
+        "uv_once": "uv_once",
         # The pool's work functions: what a unit of work runs, by libuv's name.
         "uv_work_functions": ("uv__queue_work", "uv__fs_work", "uv__getaddrinfo_work",
                               "uv__getnameinfo_work", "uv__random_work"),
         "node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_4_FUNES2_",
         "uv_work_t_work_req": 88,
+        # uv_queue_work's call of uv_once(): the return address's offset in
+        # uv_queue_work and the register that holds the request there. A
+        # probe on uv_once's entry (a push, emulated) stands in for one on
+        # uv_queue_work's, where that first instruction is single-stepped.
+        "uv_queue_work_once": (0x4d, "bx"),
+        "uv_work_t_work_cb": 72,
         "ThreadPoolWork_work_req": 16,
         "llhttp_method": 73,
         # v8::GCType bits, as perf_hooks' entry.detail.kind has them.
@@ -832,10 +839,20 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         # which bound each incremental-marking step perf_hooks reports.
         "gc_incremental": ("_ZN2v88internal4Heap41InvokeIncrementalMarkingPrologueCallbacksEv",
                            "_ZN2v88internal4Heap41InvokeIncrementalMarkingEpilogueCallbacksEv")}),
-    ((11, 3), {**_GC_SITES_SCOPED, "gc_perform": (), "gc_incremental": ()}),
+    ((11, 3), {**_GC_SITES_SCOPED, "gc_perform": (), "gc_incremental": (),
+               "uv_queue_work_once": None}),  # uv_queue_work starts with a push
+    # node 24's llhttp callbacks start with a test of the Parser's
+    # pending-pause flag (a cmpb, single-stepped): its out-of-line
+    # Parser::on_headers_complete() (Parser*; its llhttp_t at +0x60) and the
+    # url_ StringPtr at llhttp_t+0x2668 (on_url's StringPtr::Update) instead.
+    ((13, 6), {"uv_queue_work_once": (0x3c, "bx"),
+               "http_on_headers_complete": "_ZN4node11http_parser6Parser19on_headers_completeEv",
+               "Parser_llhttp": 0x60, "llhttp_url": 0x2668}),
     ((12, 4), _http_sites("11http_parser")),
     # Built by clang from node 26: the lambda's static invoker is __invoke.
-    ((14, 6), {"node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_8__invokeES2_"}),
+    ((14, 6), {"node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_8__invokeES2_",
+               "http_on_headers_complete": None, "llhttp_url": None,
+               "uv_queue_work_once": (0x3b, "r14")}),
 ]
 
 

@@ -774,8 +774,13 @@ def node_provider_offsets(version: tuple[int, ...]) -> list[int]:
 # two is its pause. Thread pool: uv_queue_work(loop, req, work_cb, after_cb)
 # (it inlines uv__work_submit, so it is its own site), uv__work_submit(loop,
 # w, kind, work, done) for libuv's own jobs (fs, DNS, random), and the work
-# functions the pool threads run (entry: start; return: end). A uv_work_t
-# keeps its uv__work at +88; node's ThreadPoolWork (vtable,
+# functions the pool threads run (entry: start; return: end). A uprobe on an
+# instruction the kernel must single-step costs ten times one it emulates (a
+# push; inferior/uprobes.py), so where a release's site starts otherwise the
+# table names a stand-in: uv_queue_work's call of uv_once (return address,
+# register holding the request), node's pool callback for uv__queue_work,
+# Parser::on_headers_complete for the llhttp callbacks. A uv_work_t keeps
+# work_cb at +72 and its uv__work at +88; node's ThreadPoolWork (vtable,
 # env_, then work_req_) puts every job of its own through one lambda, so the
 # vtable at req-16 names the job's class. HTTP: node's llhttp callbacks
 # (Parser::Proxy<...>::Raw(llhttp_t*, ...)); llhttp_t keeps the method byte

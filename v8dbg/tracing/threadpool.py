@@ -58,31 +58,32 @@ def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
   $k = {cb};
   $timed = {1 if time_queue else 0};
   if ($k == {node_fn:#x}) {{ $k = *(uint64 *)({req} - {tpw_off}); $timed = 1; }}
-  if ($timed) {{ @tp_kind[$w] = $k; @tp_t0[$w] = nsecs; }}
+  if ($timed) {{ @tp_q[$w] = ($k, nsecs); }}
   else {{ @tp_untimed[$k] = count(); }}
 }}
 uprobe:{exe}:{sites.addr("uv_work_submit"):#x} /pid == {pid} && {skip_queue}/ {{
-  @tp_kind[arg1] = arg3;
-  @tp_t0[arg1] = nsecs;
+  @tp_q[arg1] = (arg3, nsecs);
 }}"""
     node_probe = "" if time_queue else f"""
-uprobe:{exe}:{node_fn:#x} /pid == {pid} && @tp_t0[arg0 + {req_off}]/ {{
-  @tp_t1[arg0 + {req_off}] = nsecs;
-  @tp_cur[tid] = arg0 + {req_off};
+uprobe:{exe}:{node_fn:#x} /pid == {pid} && @tp_q[arg0 + {req_off}].1/ {{
+  $w = arg0 + {req_off};
+  @tp_cur[tid] = (@tp_q[$w].0, @tp_q[$w].1, nsecs);
+  delete(@tp_q[$w]);
 }}"""
     if not time_queue:
         returns += f", uretprobe:{exe}:{node_fn:#x}"
     return queued + node_probe + f"""
-{timed} /pid == {pid} && @tp_t0[arg0]/ {{
-  @tp_t1[arg0] = nsecs;
-  @tp_cur[tid] = arg0;
+{timed} /pid == {pid} && @tp_q[arg0].1/ {{
+  @tp_cur[tid] = (@tp_q[arg0].0, @tp_q[arg0].1, nsecs);
+  delete(@tp_q[arg0]);
 }}
-{returns} /pid == {pid} && @tp_cur[tid]/ {{
-  $w = @tp_cur[tid];
-  $k = @tp_kind[$w];
-  $wait = (@tp_t1[$w] - @tp_t0[$w]) / 1000;
-  $run = (nsecs - @tp_t1[$w]) / 1000;
-  $all = (nsecs - @tp_t0[$w]) / 1000;
+{returns} /pid == {pid} && @tp_cur[tid].1/ {{
+  $c = @tp_cur[tid];
+  delete(@tp_cur[tid]);
+  $k = $c.0;
+  $wait = ($c.2 - $c.1) / 1000;
+  $run = (nsecs - $c.2) / 1000;
+  $all = (nsecs - $c.1) / 1000;
   @tp_count[$k] = count();
   @tp_wait[$k] = hist($wait);
   @tp_wait_max[$k] = max($wait);
@@ -90,12 +91,8 @@ uprobe:{exe}:{node_fn:#x} /pid == {pid} && @tp_t0[arg0 + {req_off}]/ {{
   @tp_run_max[$k] = max($run);
   @tp_lat[$k] = hist($all);
   @tp_lat_max[$k] = max($all);
-  delete(@tp_cur[tid]);
-  delete(@tp_t0[$w]);
-  delete(@tp_t1[$w]);
-  delete(@tp_kind[$w]);
 }}
-END {{ clear(@tp_kind); clear(@tp_t0); clear(@tp_t1); clear(@tp_cur); }}
+END {{ clear(@tp_q); clear(@tp_cur); }}
 """
 
 

@@ -22,8 +22,10 @@ LIBUV_KINDS = {"uv__fs_work": "FSReq", "uv__getaddrinfo_work": "GetAddrInfo",
 
 
 def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
-    """Three probe hits a job: where it is queued (uv_queue_work, which
-    inlines uv__work_submit, or uv__work_submit for libuv's own jobs) its
+    """Three probe hits a job (four for libuv's own jobs where uv_once
+    stands in for uv_queue_work, as uv__work_submit calls it too): where it
+    is queued (uv_queue_work, which inlines uv__work_submit, or
+    uv__work_submit for libuv's own jobs) its
     kind is named (the vtable of node's own ThreadPoolWork jobs, an add-on's
     work_cb, libuv's work function) and the time taken; the work function's
     entry and return (a uretprobe) on a pool thread time the run. Each

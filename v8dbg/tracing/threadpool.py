@@ -22,10 +22,10 @@ LIBUV_KINDS = {"uv__fs_work": "FSReq", "uv__getaddrinfo_work": "GetAddrInfo",
 
 
 def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
-    """Three probe hits a job (four for libuv's own jobs where uv_once
-    stands in for uv_queue_work, as uv__work_submit calls it too): where it
-    is queued (uv_queue_work, which inlines uv__work_submit, or
-    uv__work_submit for libuv's own jobs) its
+    """Three probe hits a job: where it is queued (uv_queue_work, which
+    inlines uv__work_submit, or uv__work_submit for libuv's own jobs; where
+    uv_queue_work starts with an instruction the kernel single-steps, both
+    as they call uv_once, told apart by the return address) its
     kind is named (the vtable of node's own ThreadPoolWork jobs, an add-on's
     work_cb, libuv's work function) and the time taken; the work function's
     entry and return (a uretprobe) on a pool thread time the run. Each
@@ -45,25 +45,40 @@ def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
     timed = ", ".join(f"uprobe:{exe}:{a:#x}" for a in work_fns)
     returns = ", ".join(f"uretprobe:{exe}:{a:#x}" for a in work_fns)
     skip_queue = f"arg3 != {queue_fn:#x}" if queue_fn else "1"
-    qw = sites.addr("uv_queue_work")
-    once = _once_site(elf, sites, qw)
+    qw, submit = sites.addr("uv_queue_work"), sites.addr("uv_work_submit")
+    once = _once_site(elf, sites, qw, "uv_queue_work_once")
+    submit_once = _once_site(elf, sites, submit, "uv_work_submit_once", cheap_too=True) \
+        if once else None
     if once is None:  # a probe on uv_queue_work's entry: (loop, req, work_cb, after)
         site, req, cb = f"uprobe:{exe}:{qw:#x} /pid == {pid}/", "arg1", "arg2"
     else:  # on uv_once's entry, called from uv_queue_work with the request in a register
-        ret, reg = once
-        site = (f"uprobe:{exe}:{sites.addr('uv_once'):#x} "
-                f"/pid == {pid} && *(uint64 *)reg(\"sp\") == {ret:#x}/")
+        ret, reg = once[0], once[1]
+        site = (f"uprobe:{exe}:{sites.addr('uv_once'):#x} /pid == {pid}/ {{\n"
+                f"  $ret = *(uint64 *)reg(\"sp\");\n  if ($ret == {ret:#x})")
         req, cb = f'reg("{reg}")', f'*(uint64 *)(reg("{reg}") + {f["uv_work_t_work_cb"]})'
-    queued = f"""
-{site} {{
+    queue_job = f"""{{
   $w = {req} + {req_off};
   $k = {cb};
   $timed = {1 if time_queue else 0};
   if ($k == {node_fn:#x}) {{ $k = *(uint64 *)({req} - {tpw_off}); $timed = 1; }}
   if ($timed) {{ @tp_q[$w] = ($k, nsecs); }}
   else {{ @tp_untimed[$k] = count(); }}
-}}
-uprobe:{exe}:{sites.addr("uv_work_submit"):#x} /pid == {pid} && {skip_queue}/ {{
+}}"""
+    if once is None:
+        queued = f"\n{site} {queue_job}"
+    elif submit_once is None:
+        queued = f"\n{site} {queue_job}\n}}"
+    else:  # the same uv_once probe, called from uv__work_submit: w and work in the caller's frame
+        sret, wreg, work = submit_once
+        queued = f"""
+{site} {queue_job}
+  if ($ret == {sret:#x} && {_value(work)} != {queue_fn or 0:#x}) {{
+    @tp_q[reg("{wreg}")] = ({_value(work)}, nsecs);
+  }}
+}}"""
+    if submit_once is None:
+        queued += f"""
+uprobe:{exe}:{submit:#x} /pid == {pid} && {skip_queue}/ {{
   @tp_q[arg1] = (arg3, nsecs);
 }}"""
     node_probe = "" if time_queue else f"""
@@ -98,21 +113,32 @@ END {{ clear(@tp_q); clear(@tp_cur); }}
 """
 
 
-def _once_site(elf: ElfFile, sites: Sites, queue_work: int) -> tuple[int, str] | None:
-    """(return address, register) of uv_queue_work's call of uv_once, where
-    uv_queue_work's own entry would be single-stepped, the line's table has
-    the site, and the binary has a call of uv_once right there; else None."""
-    fact = sites.facts.get("uv_queue_work_once")
+def _once_site(elf: ElfFile, sites: Sites, caller: int, fact_name: str,
+               cheap_too: bool = False) -> tuple | None:
+    """(return address, *where the values are) of `caller`'s call of
+    uv_once, from the line's table entry `fact_name`: where the caller's own
+    entry would be single-stepped (or `cheap_too`), the table has the site,
+    and the binary has a call of uv_once right there; else None."""
+    fact = sites.facts.get(fact_name)
     once = sites.addrs.get("uv_once")
-    if not fact or once is None or cheap_entry(elf, queue_work):
+    if not fact or once is None or (cheap_entry(elf, caller) and not cheap_too):
         return None
-    ret = queue_work + fact[0]
+    ret = caller + fact[0]
     call = elf.read(ret - 5, 5) or b""
     if len(call) != 5 or call[0] != 0xE8:
         return None
     if ret + int.from_bytes(call[1:], "little", signed=True) != once:
         return None
-    return ret, fact[1]
+    return (ret, *fact[1:])
+
+
+def _value(where: str) -> str:
+    """A bpftrace expression for a register ("r14") or a caller's frame slot ("bp-0x30")."""
+    if "-" in where:
+        reg, off = where.split("-", 1)
+        return f'*(uint64 *)(reg("{reg}") - {off})'
+    return f'reg("{where}")'
+
 
 
 @dataclass

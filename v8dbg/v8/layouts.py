@@ -822,6 +822,10 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         # probe on uv_once's entry (a push, emulated) stands in for one on
         # uv_queue_work's, where that first instruction is single-stepped.
         "uv_queue_work_once": (0x4d, "bx"),
+        # ... and uv__work_submit's (it calls uv_once too): return offset, the
+        # register holding w, where the work function is (a register, or
+        # "bp-0xN": the caller's frame).
+        "uv_work_submit_once": (0x3a, "r12", "bp-0x30"),
         "uv_work_t_work_cb": 72,
         "ThreadPoolWork_work_req": 16,
         "llhttp_method": 73,
@@ -845,19 +849,20 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         "gc_incremental": ("_ZN2v88internal4Heap41InvokeIncrementalMarkingPrologueCallbacksEv",
                            "_ZN2v88internal4Heap41InvokeIncrementalMarkingEpilogueCallbacksEv")}),
     ((11, 3), {**_GC_SITES_SCOPED, "gc_perform": (), "gc_incremental": (),
-               "uv_queue_work_once": None}),  # uv_queue_work starts with a push
+               "uv_queue_work_once": None,  # uv_queue_work starts with a push
+               "uv_work_submit_once": None}),
     # node 24's llhttp callbacks start with a test of the Parser's
     # pending-pause flag (a cmpb, single-stepped): its out-of-line
     # Parser::on_headers_complete() (Parser*; its llhttp_t at +0x60) and the
     # url_ StringPtr at llhttp_t+0x2668 (on_url's StringPtr::Update) instead.
-    ((13, 6), {"uv_queue_work_once": (0x3c, "bx"),
+    ((13, 6), {"uv_queue_work_once": (0x3c, "bx"), "uv_work_submit_once": (0x2f, "bx", "r14"),
                "http_on_headers_complete": "_ZN4node11http_parser6Parser19on_headers_completeEv",
                "Parser_llhttp": 0x60, "llhttp_url": 0x2668}),
     ((12, 4), _http_sites("11http_parser")),
     # Built by clang from node 26: the lambda's static invoker is __invoke.
     ((14, 6), {"node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_8__invokeES2_",
                "http_on_headers_complete": None, "llhttp_url": None,
-               "uv_queue_work_once": (0x3b, "r14")}),
+               "uv_queue_work_once": (0x3b, "r14"), "uv_work_submit_once": (0x2c, "bx", "r15")}),
 ]
 
 

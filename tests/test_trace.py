@@ -249,14 +249,16 @@ def test_catch_pid_gone_and_no_such_pid(server):
 
 def test_target_exits_mid_trace(tmp_path):
     node = LiveNode(VERSIONS[-1], "trace_server.js")
+    t = None
     try:
         t = Tracer("trace", "gc", "--pid", str(node.pid))
         node.proc.send_signal(signal.SIGKILL)
         node.proc.wait()
         out, err = t.proc.communicate(timeout=60)
     finally:
-        t.kill()
-        node.close()
+        if t is not None:
+            t.kill()
+        node.close()  # also when the tracer failed to start
     assert t.proc.returncode == 1
     assert f"v8dbg: process {node.pid} exited after" in err, err
     assert "Traceback" not in err

@@ -249,14 +249,16 @@ def test_catch_pid_gone_and_no_such_pid(server):
 
 def test_target_exits_mid_trace(tmp_path):
     node = LiveNode(VERSIONS[-1], "trace_server.js")
+    t = None
     try:
         t = Tracer("trace", "gc", "--pid", str(node.pid))
         node.proc.send_signal(signal.SIGKILL)
         node.proc.wait()
         out, err = t.proc.communicate(timeout=60)
     finally:
-        t.kill()
-        node.close()
+        if t is not None:
+            t.kill()
+        node.close()  # also when the tracer failed to start
     assert t.proc.returncode == 1
     assert f"v8dbg: process {node.pid} exited after" in err, err
     assert "Traceback" not in err
@@ -293,3 +295,71 @@ def test_not_root():
         assert r.returncode == 1 and r.stderr.splitlines() == [
             "v8dbg: tracing needs root (or CAP_BPF and CAP_PERFMON): it loads BPF programs "
             "and uprobes; run it with sudo"], r.stderr
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def _bpftrace_of(pid: int) -> list[str]:
+    """bpftrace processes attached to `pid` (by their -p argument), whoever their parent."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                argv = (p / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0].endswith(b"bpftrace") and str(pid).encode() in argv:
+                found.append(p.name)
+    return found
+
+
+def test_catch_killed_while_stopped(server, tmp_path):
+    """`catch` SIGKILLed while the target is stopped at the failing call (its
+    core being written: a gdb that takes its time stands in for gcore): the
+    target runs on, serving and counting, and its bpftrace is gone."""
+    slow_gdb = tmp_path / "gdb"
+    gdb_pid = tmp_path / "gdb.pid"
+    slow_gdb.write_text(f"#!/bin/sh\necho $$ > {gdb_pid}\nexec sleep 120\n")
+    slow_gdb.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-m", "v8dbg", "catch", "--pid", str(server.pid),
+                             "--syscall", "close", "--errno", "EBADF",
+                             "--core", str(tmp_path / "core")],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, V8DBG_GDB=str(slow_gdb)))
+    try:
+        err = ""
+        while TRACING_LINE not in err:
+            line = proc.stderr.readline()  # type: ignore[union-attr]
+            assert line, f"catch ended before attaching: {err}{proc.communicate()}"
+            err += line
+        before = int(get(server, "/tick").split()[1])
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        conn.request("GET", "/bad")  # closes a bad fd: the target stops inside close()
+        deadline = time.time() + 60
+        while not (gdb_pid.exists() and _state(server.pid) in ("T", "t")):
+            assert time.time() < deadline, f"target never stopped: {_state(server.pid)}"
+            time.sleep(0.02)
+        time.sleep(0.2)
+        assert _state(server.pid) in ("T", "t"), "the target ran on before the kill"
+        proc.kill()  # SIGKILL: no finally, no signal handler of the tool runs
+        proc.wait()
+        assert conn.getresponse().read() == b"EBADF"  # the stopped request completes
+        conn.close()
+        after = int(get(server, "/tick").split()[1])
+        assert after == before + 1, (before, after)  # its own counter goes on
+        deadline = time.time() + 30
+        while _bpftrace_of(server.pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not _bpftrace_of(server.pid), "bpftrace left attached"
+        assert _state(server.pid) not in ("T", "t")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if gdb_pid.exists():
+            try:
+                os.kill(int(gdb_pid.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass

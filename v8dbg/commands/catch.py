@@ -100,6 +100,7 @@ def _stopped(pid: int) -> bool:
 def _catch(args: argparse.Namespace, code: int | None) -> int:
     from ..inferior.bpftrace import TRACEFS, check_privileges, engine, ensure_tracefs
     from ..inferior.corewrite import gcore
+    from ..inferior.watchdog import Watchdog
     from . import trace
 
     pid = args.pid
@@ -142,13 +143,17 @@ def _catch(args: argparse.Namespace, code: int | None) -> int:
             sys.stdout.flush()
         return len(caught) >= args.count
 
+    # If this process dies with the target stopped (SIGKILL while the core
+    # is written), the watchdog continues it once bpftrace and gdb are gone.
+    dog = Watchdog(pid)
     try:
         _out, why, elapsed = trace.run_program(pid, program(pid, args.syscall, code, args.count),
                                                args.duration, unsafe=True, syscalls=True,
-                                               on_lines=on_lines)
+                                               on_lines=on_lines, on_start=dog.watch)
     finally:
         if _stopped(pid):
             _resume(pid)  # never leave it stopped, whatever went wrong
+        dog.done()
     if len(caught) < args.count:
         what = f"{args.syscall}() failing" + (f" with {args.errno}" if args.errno else "")
         if why == "exited":

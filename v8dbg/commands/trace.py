@@ -77,11 +77,12 @@ def target_binary(pid: int) -> str:
 
 def run_program(pid: int, program: str, duration: float | None, unsafe: bool = False,
                 syscalls: bool = False,
-                on_lines: Callable[[list[str]], bool] | None = None) -> tuple[Any, str, float]:
+                on_lines: Callable[[list[str]], bool] | None = None,
+                on_start: Callable[[int], None] | None = None) -> tuple[Any, str, float]:
     """Run a bpftrace program against `pid` until the duration ends, Ctrl-C,
     SIGTERM, the target exits, or `on_lines` (fed the printf lines) says
     stop; returns (output, why it stopped, seconds traced). bpftrace is
-    stopped on every path."""
+    stopped on every path; `on_start` is told its pid once it runs."""
     from ..inferior.bpftrace import Run, check_privileges, engine, ensure_tracefs, process_gone
     engine()
     check_privileges()
@@ -99,6 +100,8 @@ def run_program(pid: int, program: str, duration: float | None, unsafe: bool = F
     started = time.monotonic()
     try:
         run = Run(program, pid, unsafe=unsafe)
+        if on_start:
+            on_start(run.proc.pid)
         run.wait_attached()
         started = time.monotonic()
         print(f"v8dbg: tracing process {pid}"
@@ -139,7 +142,7 @@ def _trace(args: argparse.Namespace) -> int:
     elf = open_elf(exe)
     mod = {"gc": gc, "threadpool": threadpool, "http": http}[args.what]
     sites = probes.find(elf, mod.SITES, getattr(mod, "OPTIONAL", []))
-    program = mod.program(sites, exe, args.pid)
+    program = mod.program(sites, exe, args.pid, elf)
     out, why, elapsed = run_program(args.pid, program, args.duration,
                                     syscalls=args.what == "http")
     report = mod.decode(out, sites) if args.what == "gc" else mod.decode(out, elf)

@@ -23,6 +23,9 @@ def to_json(what: str, report: Any, elapsed: float) -> str:
                          "max_us": k.total.max_us,
                          "wait": _stage(k.wait), "run": _stage(k.run),
                          "histogram": k.total.histogram.to_json()} for k in report.kinds]
+        if report.untimed:
+            doc["untimed"] = [{"kind": u.kind, "key": u.key, "count": u.count}
+                              for u in report.untimed]
     else:
         doc["urls"] = [{"method": u.method, "url": u.url, "count": u.count,
                         "p50_us": u.p50_us, "p99_us": u.p99_us, "max_us": u.max_us,
@@ -61,6 +64,9 @@ def to_text(what: str, report: Any, pid: int, elapsed: float) -> str:
             out.append(f"{k.kind[:28]:<28} {k.count:>7} {_us(k.total.p50_us):>8} "
                        f"{_us(k.total.p99_us):>8} {k.total.max_us:>8} {_us(k.wait.p50_us):>9} "
                        f"{k.wait.max_us:>9} {_us(k.run.p50_us):>8} {k.run.max_us:>8}")
+        for u in report.untimed:
+            out.append(f"{u.kind[:28]:<28} {u.count:>7} queued, not timed on this release "
+                       "(uv_queue_work from an add-on)")
         for k in report.kinds:
             out.append("")
             out.append(f"{k.kind}: queued to done")

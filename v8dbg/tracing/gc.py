@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..inferior.bpftrace import Output
+from ..inferior.elf import ElfFile
 from ..v8.probes import Sites
 from .histogram import Histogram
 
@@ -13,9 +14,11 @@ SITES = ["gc_prologue", "gc_epilogue"]
 OPTIONAL = ["gc_perform", "gc_incremental"]
 
 
-def program(sites: Sites, exe: str, pid: int) -> str:
+def program(sites: Sites, exe: str, pid: int, elf: ElfFile | None = None) -> str:
     """Per thread and GC type: the prologue's time; at the epilogue the pause
-    goes into the kernel's count, histogram and maximum, and one line out."""
+    goes into the kernel's count, histogram and maximum, and one line out
+    (a few hits a GC, each on a push: no cheaper site is needed, so `elf`
+    goes unread)."""
     pro, epi = sites.addr("gc_prologue"), sites.addr("gc_epilogue")
     # Lines that inline the callbacks' calls: the functions they sit in.
     perform = [a for k, a in sorted(sites.addrs.items()) if k.startswith("gc_perform.")]

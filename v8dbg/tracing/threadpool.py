@@ -9,48 +9,98 @@ from dataclasses import dataclass, field
 
 from ..inferior.bpftrace import Output
 from ..inferior.elf import ElfFile
+from ..inferior.uprobes import cheap_entry
 from ..v8.probes import Sites, class_of_vtable, function_at
 from .histogram import Histogram
 
 SITES = ["uv_queue_work", "uv_work_submit", "uv_work_functions", "node_pool_work"]
+OPTIONAL = ["uv_once"]
 
 # libuv's own jobs, by the work function the pool runs for them.
 LIBUV_KINDS = {"uv__fs_work": "FSReq", "uv__getaddrinfo_work": "GetAddrInfo",
                "uv__getnameinfo_work": "GetNameInfo", "uv__random_work": "Random"}
 
 
-def program(sites: Sites, exe: str, pid: int) -> str:
-    """Each job's key is what names its kind: the vtable of node's own
-    ThreadPoolWork jobs, an add-on's work_cb, libuv's work function."""
+def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
+    """Three probe hits a job: where it is queued (uv_queue_work, which
+    inlines uv__work_submit, or uv__work_submit for libuv's own jobs; where
+    uv_queue_work starts with an instruction the kernel single-steps, both
+    as they call uv_once, told apart by the return address) its
+    kind is named (the vtable of node's own ThreadPoolWork jobs, an add-on's
+    work_cb, libuv's work function) and the time taken; the work function's
+    entry and return (a uretprobe) on a pool thread time the run. Each
+    probe costs most where the kernel must single-step the instruction
+    (inferior/uprobes.py): uv_queue_work's jobs run in uv__queue_work, which
+    calls the job's work_cb, and where uv__queue_work's first instruction
+    would be single-stepped node's ThreadPoolWork callback is probed in its
+    place; other work_cbs (an add-on calling uv_queue_work itself) are then
+    counted when queued but not timed."""
     f = sites.facts
-    work_fns = [sites.addrs[k] for k in sorted(sites.addrs) if k.startswith("uv_work_functions.")]
     queue_fn = sites.addrs.get("uv_work_functions.0")  # uv__queue_work
+    node_fn = sites.addr("node_pool_work")
     req_off, tpw_off = f["uv_work_t_work_req"], f["ThreadPoolWork_work_req"]
-    entries = ", ".join(f"uprobe:{exe}:{a:#x}" for a in work_fns)
+    time_queue = queue_fn is not None and cheap_entry(elf, queue_fn)
+    work_fns = [sites.addrs[k] for k in sorted(sites.addrs)
+                if k.startswith("uv_work_functions.") and (k != "uv_work_functions.0" or time_queue)]
+    timed = ", ".join(f"uprobe:{exe}:{a:#x}" for a in work_fns)
     returns = ", ".join(f"uretprobe:{exe}:{a:#x}" for a in work_fns)
     skip_queue = f"arg3 != {queue_fn:#x}" if queue_fn else "1"
-    return f"""
-uprobe:{exe}:{sites.addr("uv_queue_work"):#x} /pid == {pid}/ {{
-  $w = arg1 + {req_off};
-  $k = arg2;
-  if (arg2 == {sites.addr("node_pool_work"):#x}) {{ $k = *(uint64 *)(arg1 - {tpw_off}); }}
-  @tp_kind[$w] = $k;
-  @tp_t0[$w] = nsecs;
+    qw, submit = sites.addr("uv_queue_work"), sites.addr("uv_work_submit")
+    once = _once_site(elf, sites, qw, "uv_queue_work_once")
+    submit_once = _once_site(elf, sites, submit, "uv_work_submit_once", cheap_too=True) \
+        if once else None
+    if once is None:  # a probe on uv_queue_work's entry: (loop, req, work_cb, after)
+        site, req, cb = f"uprobe:{exe}:{qw:#x} /pid == {pid}/", "arg1", "arg2"
+    else:  # on uv_once's entry, called from uv_queue_work with the request in a register
+        ret, reg = once[0], once[1]
+        site = (f"uprobe:{exe}:{sites.addr('uv_once'):#x} /pid == {pid}/ {{\n"
+                f"  $ret = *(uint64 *)reg(\"sp\");\n  if ($ret == {ret:#x})")
+        req, cb = f'reg("{reg}")', f'*(uint64 *)(reg("{reg}") + {f["uv_work_t_work_cb"]})'
+    queue_job = f"""{{
+  $w = {req} + {req_off};
+  $k = {cb};
+  $timed = {1 if time_queue else 0};
+  if ($k == {node_fn:#x}) {{ $k = *(uint64 *)({req} - {tpw_off}); $timed = 1; }}
+  if ($timed) {{ @tp_q[$w] = ($k, nsecs); }}
+  else {{ @tp_untimed[$k] = count(); }}
+}}"""
+    if once is None:
+        queued = f"\n{site} {queue_job}"
+    elif submit_once is None:
+        queued = f"\n{site} {queue_job}\n}}"
+    else:  # the same uv_once probe, called from uv__work_submit: w and work in the caller's frame
+        sret, wreg, work = submit_once
+        queued = f"""
+{site} {queue_job}
+  if ($ret == {sret:#x} && {_value(work)} != {queue_fn or 0:#x}) {{
+    @tp_q[reg("{wreg}")] = ({_value(work)}, nsecs);
+  }}
+}}"""
+    if submit_once is None:
+        queued += f"""
+uprobe:{exe}:{submit:#x} /pid == {pid} && {skip_queue}/ {{
+  @tp_q[arg1] = (arg3, nsecs);
+}}"""
+    node_probe = "" if time_queue else f"""
+uprobe:{exe}:{node_fn:#x} /pid == {pid} && @tp_q[arg0 + {req_off}].1/ {{
+  $w = arg0 + {req_off};
+  @tp_cur[tid] = (@tp_q[$w].0, @tp_q[$w].1, nsecs);
+  delete(@tp_q[$w]);
+}}"""
+    if not time_queue:
+        returns += f", uretprobe:{exe}:{node_fn:#x}"
+    return queued + node_probe + f"""
+{timed} /pid == {pid} && @tp_q[arg0].1/ {{
+  @tp_cur[tid] = (@tp_q[arg0].0, @tp_q[arg0].1, nsecs);
+  delete(@tp_q[arg0]);
 }}
-uprobe:{exe}:{sites.addr("uv_work_submit"):#x} /pid == {pid} && {skip_queue}/ {{
-  @tp_kind[arg1] = arg3;
-  @tp_t0[arg1] = nsecs;
-}}
-{entries} /pid == {pid} && @tp_t0[arg0]/ {{
-  @tp_t1[arg0] = nsecs;
-  @tp_cur[tid] = arg0;
-}}
-{returns} /pid == {pid} && @tp_cur[tid]/ {{
-  $w = @tp_cur[tid];
-  $k = @tp_kind[$w];
-  $wait = (@tp_t1[$w] - @tp_t0[$w]) / 1000;
-  $run = (nsecs - @tp_t1[$w]) / 1000;
-  $all = (nsecs - @tp_t0[$w]) / 1000;
+{returns} /pid == {pid} && @tp_cur[tid].1/ {{
+  $c = @tp_cur[tid];
+  delete(@tp_cur[tid]);
+  $k = $c.0;
+  $wait = ($c.2 - $c.1) / 1000;
+  $run = (nsecs - $c.2) / 1000;
+  $all = (nsecs - $c.1) / 1000;
   @tp_count[$k] = count();
   @tp_wait[$k] = hist($wait);
   @tp_wait_max[$k] = max($wait);
@@ -58,13 +108,37 @@ uprobe:{exe}:{sites.addr("uv_work_submit"):#x} /pid == {pid} && {skip_queue}/ {{
   @tp_run_max[$k] = max($run);
   @tp_lat[$k] = hist($all);
   @tp_lat_max[$k] = max($all);
-  delete(@tp_cur[tid]);
-  delete(@tp_t0[$w]);
-  delete(@tp_t1[$w]);
-  delete(@tp_kind[$w]);
 }}
-END {{ clear(@tp_kind); clear(@tp_t0); clear(@tp_t1); clear(@tp_cur); }}
+END {{ clear(@tp_q); clear(@tp_cur); }}
 """
+
+
+def _once_site(elf: ElfFile, sites: Sites, caller: int, fact_name: str,
+               cheap_too: bool = False) -> tuple | None:
+    """(return address, *where the values are) of `caller`'s call of
+    uv_once, from the line's table entry `fact_name`: where the caller's own
+    entry would be single-stepped (or `cheap_too`), the table has the site,
+    and the binary has a call of uv_once right there; else None."""
+    fact = sites.facts.get(fact_name)
+    once = sites.addrs.get("uv_once")
+    if not fact or once is None or (cheap_entry(elf, caller) and not cheap_too):
+        return None
+    ret = caller + fact[0]
+    call = elf.read(ret - 5, 5) or b""
+    if len(call) != 5 or call[0] != 0xE8:
+        return None
+    if ret + int.from_bytes(call[1:], "little", signed=True) != once:
+        return None
+    return (ret, *fact[1:])
+
+
+def _value(where: str) -> str:
+    """A bpftrace expression for a register ("r14") or a caller's frame slot ("bp-0x30")."""
+    if "-" in where:
+        reg, off = where.split("-", 1)
+        return f'*(uint64 *)(reg("{reg}") - {off})'
+    return f'reg("{where}")'
+
 
 
 @dataclass
@@ -88,9 +162,18 @@ class PoolKind:
 
 
 @dataclass
+class Untimed:
+    """Jobs counted when queued, not timed (see program())."""
+    kind: str
+    key: str
+    count: int
+
+
+@dataclass
 class PoolReport:
     kinds: list[PoolKind] = field(default_factory=list)
     lost: int = 0
+    untimed: list[Untimed] = field(default_factory=list)
 
 
 def kind_name(elf: ElfFile, addr: int) -> str:
@@ -127,4 +210,7 @@ def decode(out: Output, elf: ElfFile) -> PoolReport:
                               _stage(m.get("@tp_wait") or {}, m.get("@tp_wait_max") or {}, key),  # type: ignore[arg-type]
                               _stage(m.get("@tp_run") or {}, m.get("@tp_run_max") or {}, key)))  # type: ignore[arg-type]
     kinds.sort(key=lambda k: (-k.count, k.kind))
-    return PoolReport(kinds, out.lost)
+    untimed = [Untimed(kind_name(elf, int(key)), f"{int(key):#x}", int(n))
+               for key, n in (m.get("@tp_untimed") or {}).items()]  # type: ignore[union-attr]
+    untimed.sort(key=lambda u: (-u.count, u.kind))
+    return PoolReport(kinds, out.lost, untimed)

@@ -774,8 +774,13 @@ def node_provider_offsets(version: tuple[int, ...]) -> list[int]:
 # two is its pause. Thread pool: uv_queue_work(loop, req, work_cb, after_cb)
 # (it inlines uv__work_submit, so it is its own site), uv__work_submit(loop,
 # w, kind, work, done) for libuv's own jobs (fs, DNS, random), and the work
-# functions the pool threads run (entry: start; return: end). A uv_work_t
-# keeps its uv__work at +88; node's ThreadPoolWork (vtable,
+# functions the pool threads run (entry: start; return: end). A uprobe on an
+# instruction the kernel must single-step costs ten times one it emulates (a
+# push; inferior/uprobes.py), so where a release's site starts otherwise the
+# table names a stand-in: uv_queue_work's call of uv_once (return address,
+# register holding the request), node's pool callback for uv__queue_work,
+# Parser::on_headers_complete for the llhttp callbacks. A uv_work_t keeps
+# work_cb at +72 and its uv__work at +88; node's ThreadPoolWork (vtable,
 # env_, then work_req_) puts every job of its own through one lambda, so the
 # vtable at req-16 names the job's class. HTTP: node's llhttp callbacks
 # (Parser::Proxy<...>::Raw(llhttp_t*, ...)); llhttp_t keeps the method byte
@@ -806,11 +811,22 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         **_http_sites("12_GLOBAL__N_1"),
         "uv_queue_work": "uv_queue_work",
         "uv_work_submit": "uv__work_submit",
+        "uv_once": "uv_once",
         # The pool's work functions: what a unit of work runs, by libuv's name.
         "uv_work_functions": ("uv__queue_work", "uv__fs_work", "uv__getaddrinfo_work",
                               "uv__getnameinfo_work", "uv__random_work"),
         "node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_4_FUNES2_",
         "uv_work_t_work_req": 88,
+        # uv_queue_work's call of uv_once(): the return address's offset in
+        # uv_queue_work and the register that holds the request there. A
+        # probe on uv_once's entry (a push, emulated) stands in for one on
+        # uv_queue_work's, where that first instruction is single-stepped.
+        "uv_queue_work_once": (0x4d, "bx"),
+        # ... and uv__work_submit's (it calls uv_once too): return offset, the
+        # register holding w, where the work function is (a register, or
+        # "bp-0xN": the caller's frame).
+        "uv_work_submit_once": (0x3a, "r12", "bp-0x30"),
+        "uv_work_t_work_cb": 72,
         "ThreadPoolWork_work_req": 16,
         "llhttp_method": 73,
         # v8::GCType bits, as perf_hooks' entry.detail.kind has them.
@@ -832,10 +848,21 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         # which bound each incremental-marking step perf_hooks reports.
         "gc_incremental": ("_ZN2v88internal4Heap41InvokeIncrementalMarkingPrologueCallbacksEv",
                            "_ZN2v88internal4Heap41InvokeIncrementalMarkingEpilogueCallbacksEv")}),
-    ((11, 3), {**_GC_SITES_SCOPED, "gc_perform": (), "gc_incremental": ()}),
+    ((11, 3), {**_GC_SITES_SCOPED, "gc_perform": (), "gc_incremental": (),
+               "uv_queue_work_once": None,  # uv_queue_work starts with a push
+               "uv_work_submit_once": None}),
+    # node 24's llhttp callbacks start with a test of the Parser's
+    # pending-pause flag (a cmpb, single-stepped): its out-of-line
+    # Parser::on_headers_complete() (Parser*; its llhttp_t at +0x60) and the
+    # url_ StringPtr at llhttp_t+0x2668 (on_url's StringPtr::Update) instead.
+    ((13, 6), {"uv_queue_work_once": (0x3c, "bx"), "uv_work_submit_once": (0x2f, "bx", "r14"),
+               "http_on_headers_complete": "_ZN4node11http_parser6Parser19on_headers_completeEv",
+               "Parser_llhttp": 0x60, "llhttp_url": 0x2668}),
     ((12, 4), _http_sites("11http_parser")),
     # Built by clang from node 26: the lambda's static invoker is __invoke.
-    ((14, 6), {"node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_8__invokeES2_"}),
+    ((14, 6), {"node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_8__invokeES2_",
+               "http_on_headers_complete": None, "llhttp_url": None,
+               "uv_queue_work_once": (0x3b, "r14"), "uv_work_submit_once": (0x2c, "bx", "r15")}),
 ]
 
 

@@ -321,13 +321,16 @@ def _isolate_span(prog: Program, heap: int) -> tuple[int, int] | None:
 def _freed(prog: Program, regs: list[tuple[int, int]],
            chunks: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], bool]:
     """The bodies of the chunks malloc has been given back (free() was called:
-    whatever they held is stale), and whether a walk hit its cap."""
+    whatever they held is stale), and whether a walk hit its cap. The main
+    heap first (its thread cache gives the tcache key), then the rest."""
     src = v8pages.bulk(prog)
     out: list[tuple[int, int]] = []
     cut = False
-    for s, e in _cut(regs, chunks):
+    key = 0
+    rest = _cut(regs, chunks)
+    for s, e in sorted(rest, key=lambda r: r[0] >= 1 << 40):  # brk's heap is low
         check_interrupted()
-        got, c = free_chunks(s, e, src.read)
+        got, key, c = free_chunks(s, e, src.read, key)
         out += got
         cut |= c
     return out, cut

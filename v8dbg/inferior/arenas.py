@@ -28,58 +28,65 @@ def secondary_heaps(regions: list[tuple[int, int]],
     return out
 
 
-MAX_CHUNKS = 1 << 22  # chunks walked in one malloc heap (a cap that is hit is said)
+MAX_CHUNKS = 1 << 22  # chunks walked in one region (a cap that is hit is said)
 TCACHE_COUNTS = 64 * 2  # tcache_perthread_struct: uint16 counts[64], then entries[64]
-TCACHE_CHUNK = 0x290  # its chunk, the first of the main arena's heap (glibc 2.30 on)
+TCACHE_CHUNK = 0x290  # its chunk, the first of a thread's heap (glibc 2.30 on)
+PAGE = 4096
 
 
-def free_chunks(start: int, end: int,
-                read: Callable[[int, int], bytes]) -> tuple[list[tuple[int, int]], bool]:
-    """The freed chunks' bodies ([start, end)) of the malloc heap that begins at
-    START (the main arena's, chunk after chunk up to its top chunk), and whether
-    the walk stopped at its cap. Nothing when the region is no malloc heap (the
-    walk does not end at its top chunk). A chunk is free when the next one's
-    PREV_INUSE bit is clear, or when it sits in a thread cache: its second
-    word is then the process's tcache key (read from a cached chunk the main
-    thread's tcache_perthread_struct, the heap's first chunk, lists)."""
+def free_chunks(start: int, end: int, read: Callable[[int, int], bytes],
+                key: int = 0) -> tuple[list[tuple[int, int]], int, bool]:
+    """The bodies ([start, end)) of the freed chunks of the region, if it is a
+    malloc heap: walked chunk after chunk from its start to its end, through
+    the fencepost pairs (two 16-byte chunks) that end a segment when malloc
+    went on in another mapping, whose next chunk starts the next page.
+    Returns them, the tcache key found, and whether the walk hit its cap. A
+    region the walk does not cover exactly is no heap: nothing.
+
+    A chunk is free when the next header's PREV_INUSE bit is clear, or when
+    it sits in a thread cache: its second word is then the tcache key (KEY,
+    or read through the thread's tcache_perthread_struct when that is the
+    region's first chunk)."""
     try:
-        if struct.unpack("<Q", read(start + 8, 8))[0] & ~7 != TCACHE_CHUNK:
-            return [], False
+        head = read(start, 16)
+        first = struct.unpack("<2Q", head)
+        if first[0] or first[1] & ~7 < 32 or (first[1] & ~7) % 16 or not first[1] & 1:
+            return [], key, False
         data = read(start, end - start)
     except Exception:
-        return [], False
+        return [], key, False
     n = len(data) & ~15
-    chunks = []
+    chunks: list[tuple[int, int]] = []
     p = 0
     while p + 16 <= n:
         if len(chunks) >= MAX_CHUNKS:
-            return [], True
+            return [], key, True
         size = struct.unpack_from("<Q", data, p + 8)[0] & ~7
+        if size == 16:  # a fencepost pair: the segment's end
+            p = (start + p + 32 + PAGE - 1) // PAGE * PAGE - start
+            continue
         if size < 32 or size % 16 or p + size > n:
-            if size >= 32 and size % 16 == 0 and chunks:
-                break  # the top chunk, to the mapping's end or past it
-            return [], False
+            return [], key, False
         chunks.append((p, size))
         p += size
     if len(chunks) < 2:
-        return [], False
-    key = _tcache_key(data, start, chunks[0])
+        return [], key, False
+    if chunks[0][1] == TCACHE_CHUNK:
+        key = _tcache_key(data, start, chunks[0]) or key
     out = []
-    for i, (p, size) in enumerate(chunks[:-1]):
-        nxt = chunks[i + 1][0]
-        prev_inuse = struct.unpack_from("<Q", data, nxt + 8)[0] & 1
-        cached = key and size >= 32 and struct.unpack_from("<Q", data, p + 24)[0] == key
-        if not prev_inuse or cached:
+    for p, size in chunks:
+        nxt = p + size
+        free = nxt + 16 <= n and not struct.unpack_from("<Q", data, nxt + 8)[0] & 1
+        cached = key and struct.unpack_from("<Q", data, p + 24)[0] == key
+        if free or cached:
             out.append((start + p + 16, start + p + size))
-    return out, False
+    return out, key, False
 
 
 def _tcache_key(data: bytes, start: int, first: tuple[int, int]) -> int:
     """The tcache key (the second word of every chunk in a thread cache), read
     through the heap's tcache_perthread_struct's lists; 0 if none is cached."""
     p, size = first
-    if size < 16 + TCACHE_COUNTS + 64 * 8:
-        return 0
     seen: dict[int, int] = {}
     for i in range(64):
         e = struct.unpack_from("<Q", data, p + 16 + TCACHE_COUNTS + 8 * i)[0]

@@ -20,11 +20,15 @@ memory outside the heap's pages. Found here, in this order:
   object's address (eternal handles, the microtask queue, compile jobs'
   persistent handles, and what no list above names), conservatively. It is
   followed only after every other group has been, so paths go through the
-  groups above where they can; and it may hold stale words (freed memory),
-  which keep an object "reachable" that V8 would free: over-counting, never
-  missing. For the main thread's isolate, the malloc arenas of the other
-  threads are left out of it: there V8's helper threads keep their GC
-  worklists and compile jobs, stale once done.
+  groups above where they can; and it may hold stale words, which keep an
+  object "reachable" that V8 would free: over-counting, never missing.
+  Memory that holds only stale addresses is left out: malloc's freed chunks
+  (each malloc heap walked: the next chunk's PREV_INUSE bit clear, or the
+  thread cache's key in the chunk), the spare handle block
+  (HandleScopeImplementer's spare_, whose offset is in layouts.py) and the
+  Isolate's RootIndexMap table. For the main thread's isolate, the malloc
+  arenas of the other threads are left out too: there V8's helper threads
+  keep their GC worklists and compile jobs, stale once done.
 
 Every V8 memory chunk is heap and no root, the freed and pooled ones too
 (their stale objects hold addresses of live ones).

@@ -124,21 +124,27 @@ def devtools(path: Path) -> Reference:
 
 
 TRANSIENT_ROOTS = ("(Handle scope)", "(Stack roots)")
+# A (Strong roots) edge so named is an IdentityMap's table, registered as a
+# strong root while the map lives: the snapshot writer's own (on TypeScript,
+# node 20, its table is a freed malloc chunk in the core).
+TRANSIENT_STRONG = " / IdentityMapBase"
 
 
 @lru_cache(maxsize=8)
 def transient(path: Path) -> "Counter[str]":
     """Per name, the snapshot's object nodes that only the call writing the
-    snapshot kept alive: reached from the root only through `(Handle scope)`
-    or `(Stack roots)` (weak edges never retain), directly or through other
-    such objects -- e.g. the buffer the writer used and its ArrayBuffer. A
-    core taken after that call returned may hold them as garbage."""
+    snapshot kept alive: reached from the root only through `(Handle scope)`,
+    `(Stack roots)` or an IdentityMap's `(Strong roots)` edges (weak edges
+    never retain), directly or through other such objects -- e.g. the buffer
+    the writer used and its ArrayBuffer. A core taken after that call
+    returned may hold them as garbage."""
     snap = json.loads(Path(path).read_text())
     meta = snap["snapshot"]["meta"]
     nf, ef = meta["node_fields"], meta["edge_fields"]
     k, ke = len(nf), len(ef)
     ni, eci, ti = nf.index("name"), nf.index("edge_count"), nf.index("type")
-    eto, ety = ef.index("to_node"), ef.index("type")
+    eto, ety, ena = ef.index("to_node"), ef.index("type"), ef.index("name_or_index")
+    internal = meta["edge_types"][0].index("internal")
     weak = meta["edge_types"][0].index("weak")
     objects = meta["node_types"][0].index("object")
     nodes, edges, strings = snap["nodes"], snap["edges"], snap["strings"]
@@ -147,6 +153,7 @@ def transient(path: Path) -> "Counter[str]":
     for i in range(n):
         first[i + 1] = first[i] + nodes[i * k + eci] * ke
     skip = {i for i in range(n) if strings[nodes[i * k + ni]] in TRANSIENT_ROOTS}
+    strong = {i for i in range(n) if strings[nodes[i * k + ni]] == "(Strong roots)"}
 
     def reached(avoid: set[int]) -> bytearray:
         seen = bytearray(n)
@@ -158,6 +165,9 @@ def transient(path: Path) -> "Counter[str]":
                 continue
             for j in range(first[i], first[i + 1], ke):
                 if edges[j + ety] == weak:
+                    continue
+                if avoid and i in strong and edges[j + ety] == internal and \
+                        strings[edges[j + ena]].endswith(TRANSIENT_STRONG):
                     continue
                 t = edges[j + eto] // k
                 if not seen[t]:

@@ -16,10 +16,7 @@ and 3000) on every pinned line:
 - The retained sizes per constructor of the leak's classes equal, within 2 %,
   those Chrome DevTools' own snapshot worker computes from V8's snapshot of
   the same heap (per name: the DevTools retained sizes of that name's
-  objects no other of them dominates, summed). This holds on node 24; on
-  the other lines the heap graph's GC roots still hold some of the leak's
-  objects apart from their holders, and the test is marked as an expected
-  failure there (strict: it says so when it starts to pass).
+  objects no other of them dominates, summed), on every line.
 """
 
 from __future__ import annotations
@@ -128,19 +125,7 @@ def devtools_by_name(version: str) -> dict[str, int]:
     return dict(zip(uniq, (int(x) for x in got)))
 
 
-def _devtools_lines():
-    """Every pinned line, an expected failure while the heap graph's roots (the
-    stack and native memory scanned conservatively) can keep the leak's objects
-    from being dominated as V8's snapshot has them: within 2 % or not depends
-    on the stale words of each core (SessionCache 2-100 % low seen on every
-    line but 24, and 2.2 % low on 24 in one core). Not strict: a core where it
-    holds passes."""
-    return [pytest.param(v, marks=pytest.mark.xfail(
-        strict=False, reason="the heap graph's roots can retain the leak's objects apart "
-        "from their holders (SessionCache 2-100 % low)")) for v in VERSIONS]
-
-
-@pytest.mark.parametrize("version", _devtools_lines())
+@pytest.mark.parametrize("version", VERSIONS)
 def test_retained_as_devtools(version):
     ret = outputs(version, "cli")[2]
     dev = devtools_by_name(version)

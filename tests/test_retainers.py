@@ -96,10 +96,7 @@ def test_reachable_counts_equal_snapshot(frontend: str, version: str) -> None:
     under = {n: (mine[n], snap[n]) for n in set(mine) | set(snap) if mine[n] < snap[n] - gone[n]}
     assert not under, f"findjsobjects below the snapshot, by name: {under}"
     over = {n: (mine[n], snap[n]) for n in set(mine) | set(snap) if mine[n] > snap[n]}
-    if over:
-        # Known gap (issue 18): the stack and native-memory roots are scanned
-        # conservatively, and a stale word there can keep garbage alive.
-        pytest.xfail(f"conservative roots kept garbage alive, by name: {over}")
+    assert not over, f"findjsobjects above the snapshot (garbage kept alive), by name: {over}"
     assert doc["unreachable"] >= expected["garbage_n"], doc["unreachable"]
 
 

@@ -20,11 +20,15 @@ memory outside the heap's pages. Found here, in this order:
   object's address (eternal handles, the microtask queue, compile jobs'
   persistent handles, and what no list above names), conservatively. It is
   followed only after every other group has been, so paths go through the
-  groups above where they can; and it may hold stale words (freed memory),
-  which keep an object "reachable" that V8 would free: over-counting, never
-  missing. For the main thread's isolate, the malloc arenas of the other
-  threads are left out of it: there V8's helper threads keep their GC
-  worklists and compile jobs, stale once done.
+  groups above where they can; and it may hold stale words, which keep an
+  object "reachable" that V8 would free: over-counting, never missing.
+  Memory that holds only stale addresses is left out: malloc's freed chunks
+  (each malloc heap walked: the next chunk's PREV_INUSE bit clear, or the
+  thread cache's key in the chunk), the spare handle block
+  (HandleScopeImplementer's spare_, whose offset is in layouts.py) and the
+  Isolate's RootIndexMap table. For the main thread's isolate, the malloc
+  arenas of the other threads are left out too: there V8's helper threads
+  keep their GC worklists and compile jobs, stale once done.
 
 Every V8 memory chunk is heap and no root, the freed and pooled ones too
 (their stale objects hold addresses of live ones).
@@ -37,7 +41,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..inferior.arenas import secondary_heaps
+from ..inferior.arenas import MAX_CHUNKS, free_chunks, secondary_heaps
 from ..interrupt import check_interrupted
 from ..v8 import pages as v8pages
 
@@ -174,12 +178,13 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     if handles is None:
         # None open (as while node waits in its event loop), or none found: the
         # blocks, if any, are read with the native roots below.
-        pass
         handles = []
     budget = [MAX_NATIVE_BYTES]
     stack_vals, cut1 = _pointers(np, prog, _cut(sorted(stacks), chunks), lo, hi, budget)
     handle_vals, cut3 = _pointers(np, prog, sorted(handles), lo, hi, budget)
-    skip = stacks + dead + handles + stale
+    span = _isolate_span(prog, heap)
+    freed, cut5 = _freed(prog, regs, chunks)
+    skip = stacks + dead + handles + stale + _no_roots(prog, heap, span) + freed
     native = _cut(_cut(regs, chunks), sorted(skip))
     # One read of native memory: global handle blocks, and every word that
     # holds an object's address, kept with where it was.
@@ -188,7 +193,6 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     if not gh_blocks:
         notes.append("no block of V8's global handles was found: objects only they hold "
                      "count as garbage")
-    span = _isolate_span(prog, heap)
     if span is None:
         notes.append("the Isolate was not found: its roots table is missing")
     strong_vals, cut4 = _pointers(np, prog, [span] if span else [], lo, hi, budget)
@@ -203,6 +207,9 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     groups.append(RootGroup(NATIVE, np.unique(vals[~_inside(np, where, away)]), late=True))
     if not threads or not stacks:
         notes.append("no thread's stack could be read: stack roots are missing")
+    if cut5:
+        notes.append(f"a malloc heap of over {MAX_CHUNKS} chunks: its freed chunks were "
+                     "scanned for roots too")
     if cut1 or cut2 or cut3 or cut4:
         notes.append(f"roots were looked for in the first {MAX_NATIVE_BYTES >> 30} GB "
                      "of native memory only")
@@ -313,6 +320,91 @@ def _isolate_span(prog: Program, heap: int) -> tuple[int, int] | None:
     if not heap - iso < size <= MAX_ISOLATE:
         return None
     return (iso, iso - 8 + size)
+
+
+def _freed(prog: Program, regs: list[tuple[int, int]],
+           chunks: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], bool]:
+    """The bodies of the chunks malloc has been given back (free() was called:
+    whatever they held is stale), and whether a walk hit its cap. The main
+    heap first (its thread cache gives the tcache key), then the rest."""
+    src = v8pages.bulk(prog)
+    out: list[tuple[int, int]] = []
+    cut = False
+    key = 0
+    rest = _cut(regs, chunks)
+    for s, e in sorted(rest, key=lambda r: r[0] >= 1 << 40):  # brk's heap is low
+        check_interrupted()
+        got, key, c = free_chunks(s, e, src.read, key)
+        out += got
+        cut |= c
+    return out, cut
+
+
+def _no_roots(prog: Program, heap: int, span: tuple[int, int] | None) -> list[tuple[int, int]]:
+    """Native memory V8 keeps object addresses in that it never visits as
+    roots, so left out of the native scan: the spare handle block
+    (HandleScopeImplementer's spare_, stale handles of closed scopes) and
+    the Isolate's RootIndexMap table (a lookup cache from a root's address
+    to its index: its young keys are stale after the next scavenge)."""
+    from ..stack import exception, segments
+    out = []
+    try:
+        tops = [t for t in segments.thread_tops(prog) if t.heap == heap]
+    except Exception:
+        tops = []
+    if tops:
+        spare = exception.spare_block(prog, tops[0])
+        if spare is not None:
+            out.append((spare, spare + 8 * prog.md.const("HandleBlockSlots")))
+    if span is not None:
+        out.extend(_address_maps(prog, span))
+    return out
+
+
+MAX_MAP_CAPACITY = 1 << 20  # entries of a V8 HashMap keyed by object address
+
+
+def _address_maps(prog: Program, span: tuple[int, int]) -> list[tuple[int, int]]:
+    """The tables of the V8 HashMaps keyed by object address that the Isolate
+    points to (its RootIndexMap): a HashMap is its table, capacity (a power
+    of two) and occupancy; an entry 24 bytes, the key, the value (32 bits),
+    the key's hash (its low 32 bits, as V8's PointerToIndexHashMap hashes),
+    then whether it is in use. Every entry in use must be so, and as many as
+    the occupancy says, for a table to count."""
+    src = v8pages.bulk(prog)
+    out = []
+    try:
+        words = struct.unpack(f"<{(span[1] - span[0]) // 8}Q", src.read(span[0], span[1] - span[0]))
+    except Exception:
+        return []
+    for p in set(words):
+        if p & 7 or not 0x10000 <= p < 1 << 47 or span[0] <= p < span[1]:
+            continue
+        try:
+            table, cap_occ, _z = struct.unpack("<3Q", src.read(p, 24))
+        except Exception:
+            continue
+        cap, occ = cap_occ & 0xFFFFFFFF, cap_occ >> 32
+        if table & 7 or not 8 <= cap <= MAX_MAP_CAPACITY or cap & (cap - 1) or not 0 < occ <= cap:
+            continue
+        try:
+            data = src.read(table, 24 * cap)
+        except Exception:
+            continue
+        if data is None or len(data) != 24 * cap:
+            continue
+        used = 0
+        for i in range(cap):
+            key, vh, flag = struct.unpack_from("<3Q", data, 24 * i)
+            if flag & 0xFF == 0:
+                continue
+            if flag & 0xFF != 1 or key & 3 != 1 or vh >> 32 != key & 0xFFFFFFFF:
+                used = -1
+                break
+            used += 1
+        if used == occ:
+            out.append((table, table + 24 * cap))
+    return out
 
 
 def _main_isolate(prog: Program, heap: int) -> bool:

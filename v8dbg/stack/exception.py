@@ -117,9 +117,10 @@ def _handle_scopes(prog: Program, words: tuple[int, ...]) -> list[tuple[int, int
     return found
 
 
-def _blocks(prog: Program, t: ThreadTop, words: tuple[int, ...], block: int) -> list[int] | None:
-    """The handle blocks in use, oldest first, from the HandleScopeImplementer
-    the Isolate points to: it starts with a pointer back to the Isolate, then
+def _blocks(prog: Program, t: ThreadTop, words: tuple[int, ...],
+            block: int) -> tuple[int, list[int]] | None:
+    """The HandleScopeImplementer the Isolate points to and its handle blocks
+    in use, oldest first: it starts with a pointer back to the Isolate, then
     its vector of blocks (data, capacity, size), whose last is `block`."""
     for p in words:
         if p & 7 or not 0x10000 <= p < 1 << 47:
@@ -130,7 +131,7 @@ def _blocks(prog: Program, t: ThreadTop, words: tuple[int, ...], block: int) -> 
                 continue
             if prog.mem.u64(data + 8 * (size - 1)) != block:
                 continue
-            return list(struct.unpack(f"<{size}Q", prog.mem.read(data, 8 * size)))
+            return p, list(struct.unpack(f"<{size}Q", prog.mem.read(data, 8 * size)))
         except TargetMemoryError:
             continue
     return None
@@ -140,6 +141,34 @@ def handle_scope(prog: Program, t: ThreadTop) -> tuple[int, int, list[int]] | No
     """The isolate's handle scope state: (next, limit) of its current handle
     block and the blocks in use, oldest first (the current one last); None
     when nothing of that shape is confirmed by V8's own list of blocks."""
+    got = _implementer(prog, t)
+    return None if got is None else got[1:]
+
+
+def spare_block(prog: Program, t: ThreadTop) -> int | None:
+    """The handle block V8 keeps for reuse (HandleScopeImplementer's spare_),
+    or None: a block no scope uses, whose stale handles are no roots."""
+    got = _implementer(prog, t)
+    if got is None:
+        return None
+    try:
+        spare = prog.mem.u64(got[0] + prog.md.const("HandleScopeImplementerSpare"))
+    except TargetMemoryError:
+        return None
+    if not spare or spare & 7 or spare in got[3]:
+        return None
+    # A block is an array of kHandleBlockSize words from malloc: the chunk's
+    # size word before it says so, or this is no block.
+    try:
+        size = prog.mem.u64(spare - 8) & ~7
+    except TargetMemoryError:
+        return None
+    return spare if 8 * prog.md.const("HandleBlockSlots") <= size <= 8 * prog.md.const(
+        "HandleBlockSlots") + 32 else None
+
+
+def _implementer(prog: Program, t: ThreadTop) -> tuple[int, int, int, list[int]] | None:
+    """(HandleScopeImplementer, next, limit, blocks in use) of the isolate."""
     try:
         words = _words(prog, t.isolate, t.heap + SEARCH_PAST_HEAP)
     except TargetMemoryError:
@@ -147,9 +176,9 @@ def handle_scope(prog: Program, t: ThreadTop) -> tuple[int, int, list[int]] | No
     slots = prog.md.const("HandleBlockSlots")
     past_heap = words[(t.heap - t.isolate) // 8:]
     for nxt, limit in _handle_scopes(prog, words):
-        blocks = _blocks(prog, t, past_heap, limit - 8 * slots)
-        if blocks is not None:
-            return (nxt, limit, blocks)
+        found = _blocks(prog, t, past_heap, limit - 8 * slots)
+        if found is not None:
+            return (found[0], nxt, limit, found[1])
     return None
 
 

@@ -51,6 +51,12 @@ COMMON: dict[str, Any] = {
         # A handle block holds this many slots (V8's kHandleBlockSize, KB - 2);
         # a HandleScopeData's limit is the end of the block its next lies in.
         "HandleBlockSlots": 1022,
+        # HandleScopeImplementer's spare_ (the freed block kept for reuse):
+        # after isolate_ and its DetachableVectors (data, capacity, size) of
+        # blocks, entered and saved contexts; V8 10.2 and 11.3 have one more
+        # (is_microtask_context_), so 104 there (api.h / handle-scope-
+        # implementer.h; checked in cores of every line).
+        "HandleScopeImplementerSpare": 80,
     },
     "fields": {
         ("Script", "line_offset"): 24,
@@ -224,6 +230,7 @@ _TEMPLATE_12 = {("FunctionTemplateInfo", "class_name"): 40}
 _VALUES: dict[tuple[int, int], dict[str, Any]] = {
     (10, 2): {"consts": {
         "CallSiteInfoPositionComputedBit": 6,
+        "HandleScopeImplementerSpare": 104,
         "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
         "ScopeInfoModuleCountFirst": 0,  # the module variable count is near the end
         **_typed_kinds(_TYPED_KINDS_OLD, 17),
@@ -233,6 +240,7 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
     }, "fields": {("JSArrayBuffer", "bit_field"): 56, **_TEMPLATE_OLD}},
     (11, 3): {"consts": {
         "CallSiteInfoPositionComputedBit": 6,
+        "HandleScopeImplementerSpare": 104,
         "ScopeTypeModule": 3,  # ScopeInfo flags bits 0..3
         "ScopeInfoModuleCountFirst": 0,  # the module variable count is near the end
         **_typed_kinds(_TYPED_KINDS_OLD, 18),

@@ -231,3 +231,34 @@ def test_damaged_pages():
         p.stdout
     ref = heapsnapshot.devtools(out)
     assert len(ref.ids) == len(heapsnapshot.read(out).ids) > 1000
+
+
+MEMLAB = ROOT / ".cache" / "npm" / "memlab-2.0.5" / "node_modules" / "memlab" / "bin" / "memlab"
+
+
+def _memlab_trace(path: Path, node_id: int) -> list[str]:
+    """The steps of memlab's retainer trace of one node (`[Name] (type) @id`)."""
+    # memlab's own launcher runs `env node --expose-gc ...`: node is run directly.
+    p = subprocess.run([str(node_binary("24.21.0")), "--max-old-space-size=4096", str(MEMLAB),
+                        "trace", "--snapshot", str(path), f"--node-id={node_id}"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    # (memlab writes its report on stderr)
+    return [line.split("\x1b[K")[-1].strip() for line in (p.stdout + p.stderr).splitlines()
+            if "@" in line and "] (" in line]
+
+
+def test_memlab_trace():
+    """memlab loads v8dbg's file and traces a leaked Session to the SessionCache
+    that holds it, as it does in V8's own file of the same heap."""
+    if not MEMLAB.exists():
+        pytest.skip("memlab missing: run scripts/setup.sh")
+    version = "24.21.0"
+    for path in (written(version)[0], v8_file(version)):
+        snap = heapsnapshot.read(path)
+        sessions = [i for i in np.flatnonzero(snap.types == snap.node_types.index("object"))
+                    .tolist() if snap.name(i) == "Session"]
+        node = sessions[len(sessions) // 2]
+        steps = _memlab_trace(path, int(snap.ids[node]))
+        assert f"[Session] (object) @{int(snap.ids[node])}" in steps[-1], steps
+        assert any("[SessionCache] (object)" in s for s in steps), steps

@@ -262,3 +262,36 @@ def test_memlab_trace():
         steps = _memlab_trace(path, int(snap.ids[node]))
         assert f"[Session] (object) @{int(snap.ids[node])}" in steps[-1], steps
         assert any("[SessionCache] (object)" in s for s in steps), steps
+
+
+def test_pid_and_unreachable():
+    """--pid: a running node process's snapshot, the process paused only while
+    its memory is copied and running on after; --include-unreachable keeps
+    the garbage that the default leaves out, and says nothing is left out."""
+    version = "24.21.0"
+    proc = subprocess.Popen([str(node_binary(version)), "-e",
+                             "class Kept { constructor(i) { this.i = i; } }\n"
+                             "globalThis.kept = []; for (let i = 0; i < 1234; i++) kept.push(new Kept(i));\n"
+                             "console.log('ready'); setInterval(() => {}, 1000);"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        outs = {}
+        for flag in ((), ("--include-unreachable",)):
+            out = _TMP / f"pid{len(flag)}.heapsnapshot"
+            p = subprocess.run([sys.executable, "-m", "v8dbg", "jsheapsnapshot", "-o", str(out),
+                                *flag, "--pid", str(proc.pid)],
+                               capture_output=True, text=True, cwd=ROOT, timeout=300)
+            assert p.returncode == 0, p.stderr
+            assert f"v8dbg: process {proc.pid} paused" in p.stderr
+            assert proc.poll() is None  # it runs on
+            outs[flag] = (heapsnapshot.read(out), p.stdout)
+        live, said = outs[()]
+        every, said_all = outs[("--include-unreachable",)]
+        assert _objects(live)["Kept"] == 1234
+        assert "no GC root reaches were left out" in said
+        assert "left out" not in said_all
+        assert len(every.ids) > len(live.ids)
+    finally:
+        proc.kill()
+        proc.wait()

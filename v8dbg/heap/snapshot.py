@@ -86,6 +86,7 @@ class _Namer:
         self.js_first = self.md.consts.get("FirstJSReceiverType",
                                            self.md.types.get("JS_PROXY_TYPE", 1 << 16))
         self.per_map: dict[int, tuple[int, int | None, str]] = {}
+        self.seq: dict[int, bool | None] = {}
 
     def of_map(self, m: int) -> tuple[int, int | None, str]:
         """(node type, name index or None when named per object, per-object rule)."""
@@ -137,6 +138,22 @@ class _Namer:
             return kind, S.add("system / Map" if base == "MAP" else system_name(tn)), ""
         return T["hidden"], S.add(system_name(tn)), ""
 
+    def sequential(self, m: int) -> bool | None:
+        """For a sequential string's map: whether its characters are one byte
+        each; None for any other map."""
+        got = self.seq.get(m)
+        if got is None and m not in self.seq:
+            st = self.v.s
+            try:
+                it = self.h.map_type(m)
+                got = None
+                if self.h.is_string_type(it) and it & st.rep_mask == st.seq:
+                    got = it & st.enc_mask == st.one_byte_tag
+            except (DecodeError, TargetMemoryError):
+                got = None
+            self.seq[m] = got
+        return got
+
     def of_object(self, rule: str, addr: int, m: int) -> int:
         """The name of an object its map does not name."""
         try:
@@ -154,6 +171,45 @@ class _Namer:
         except (DecodeError, TargetMemoryError, KeyError):
             pass
         return self.s.add("")
+
+
+def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer: _Namer,
+                     nname) -> None:
+    """Name sequential strings (most of a heap's strings) by their characters,
+    read from their pages in bulk rather than one string at a time."""
+    st = prog.values.s
+    w = prog.heap_state.walker
+    addr = g.node_addr[nodes]
+    for p in pages:
+        lo = int(np.searchsorted(addr, np.uint64(p.start)))
+        hi = int(np.searchsorted(addr, np.uint64(p.end)))
+        if hi <= lo:
+            continue
+        check_interrupted()
+        data = w.read_page(p)
+        sel = nodes[lo:hi]
+        if data is None:
+            nname[sel] = [namer.of_object("string", int(g.node_addr[i]), int(maps[i]))
+                          for i in sel.tolist()]
+            continue
+        buf = np.frombuffer(data, dtype=np.uint8)
+        offs = (addr[lo:hi] - np.uint64(1 + p.start)).astype(np.int64)
+        lens = buf[(offs + st.o_len)[:, None] + np.arange(4)].copy().view("<i4").ravel()
+        sizes = g.node_size[sel].astype(np.int64)
+        raw = bytes(buf)
+        out = []
+        for i, o, n, size, m in zip(sel.tolist(), offs.tolist(), lens.tolist(), sizes.tolist(),
+                                    maps[sel].tolist()):
+            one = namer.sequential(int(m))
+            first = o + (st.o_chars1 if one else st.o_chars2)
+            nb = min(max(n, 0), MAX_NAME) * (1 if one else 2)
+            if n < 0 or first + nb > o + size:
+                out.append(namer.of_object("string", i and int(g.node_addr[i]), int(m)))
+                continue
+            chunk = raw[first:first + nb]
+            text = chunk.decode("latin-1") if one else chunk.decode("utf-16-le", "surrogatepass")
+            out.append(namer.s.add(text))
+        nname[sel] = out
 
 
 def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
@@ -207,6 +263,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     objs = kept[kept >= g.first_object]
     om = maps[objs]
     is_js = np.zeros(g.nodes, dtype=bool)
+    seq_parts: list[Any] = []  # sequential strings, named in bulk from their pages
     for m in np.unique(om).tolist():
         sel = objs[om == m]
         kind, name, rule = namer.of_map(int(m))
@@ -219,9 +276,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         if rule == "object" and not namer.sh.shape(int(m), int(g.node_addr[sel[0]])).dictionary:
             nname[sel] = namer.of_object(rule, int(g.node_addr[sel[0]]), int(m))
             continue
-        for i in sel.tolist():
-            check_interrupted()
-            nname[i] = namer.of_object(rule, int(g.node_addr[i]), int(m))
+        if rule == "string" and namer.sequential(int(m)) is not None:
+            seq_parts.append(sel)
+            continue
+        check_interrupted()
+        nname[sel] = [namer.of_object(rule, int(g.node_addr[i]), int(m)) for i in sel.tolist()]
+    if seq_parts:
+        _name_sequential(np, prog, g, np.sort(np.concatenate(seq_parts)), maps, c.pages,
+                         namer, nname)
     # Edges of kept nodes to kept nodes, typed in chunks (their counts first).
     fe = g.first_edge
     counts = np.zeros(g.nodes, dtype=np.int64)

@@ -96,11 +96,14 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
     cand = np.flatnonzero(heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src])
     if len(cand):
         maps = node_map[src[cand]]
-        for m in np.unique(maps).tolist():
+        order = np.argsort(maps, kind="stable")
+        um, starts = np.unique(maps[order], return_index=True)
+        bounds = np.append(starts, len(order))
+        for k, m in enumerate(um.tolist()):
             named = _names(prog, int(m))
             if not named:
                 continue
-            sel = cand[maps == m]
+            sel = cand[order[bounds[k]:bounds[k + 1]]]
             offs = off[sel].astype(np.int64)
             for o, key in named.items():
                 hit = sel[offs == o]

@@ -286,8 +286,11 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     om = maps[objs]
     is_js = np.zeros(g.nodes, dtype=bool)
     seq_parts: list[Any] = []  # sequential strings, named in bulk from their pages
-    for m in np.unique(om).tolist():
-        sel = objs[om == m]
+    order = np.argsort(om, kind="stable")
+    um, starts = np.unique(om[order], return_index=True)
+    bounds = np.append(starts, len(order))
+    for k, m in enumerate(um.tolist()):
+        sel = objs[order[bounds[k]:bounds[k + 1]]]
         kind, name, rule = namer.of_map(int(m))
         ntype[sel] = kind
         if kind in (types.index("object"), types.index("closure"), types.index("regexp")):

@@ -295,3 +295,43 @@ def test_pid_and_unreachable():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_interrupted_leaves_no_file(monkeypatch):
+    """Ctrl-C in the middle of writing: no file under the final name, no
+    temporary file left, `interrupted` said, and an older file of that name
+    kept as it was."""
+    from support import core_program
+    from v8dbg.commands import Session, load_all
+    from v8dbg.heap import snapshot
+    load_all()
+    version = "24.21.0"
+    _prog, backend = core_program(leak(version) / "core", version)
+    sess = Session(lambda: backend, str(node_binary(version)))
+    real = snapshot.write
+
+    def cut(prog, heap, out, *a, **kw):
+        class Half:
+            def __init__(self):
+                self.n = 0
+
+            def write(self, b):
+                out.write(b)
+                self.n += len(b)
+                if self.n > 100000:
+                    raise KeyboardInterrupt
+
+        return real(prog, heap, Half(), *a, **kw)
+
+    monkeypatch.setattr(snapshot, "write", cut)
+    d = _TMP / "interrupted"
+    d.mkdir(exist_ok=True)
+    for before in (None, b"older file"):
+        target = d / "x.heapsnapshot"
+        if before is not None:
+            target.write_bytes(before)
+        text, ok = sess.run("jsheapsnapshot", ["-o", str(target)])
+        assert not ok and text == "v8dbg: interrupted", text
+        assert sorted(p.name for p in d.iterdir()) == ([] if before is None else [target.name])
+        if before is not None:
+            assert target.read_bytes() == before

@@ -20,11 +20,10 @@ core). On each line, v8dbg's file of that core is compared with V8's:
   (GC roots) sub-roots v8dbg does not enumerate. The edges into those are
   left out with them: v8dbg's files hold 55-80 % of V8's edges;
 - Chrome DevTools' own loader loads the file, and its retained sizes of the
-  leak's classes equal, within 2 %, those it computes from V8's file. Where
-  the heap graph's conservative roots keep the leak's objects apart (18,
-  20, 22: Session 30-45 % of V8's), that is the known over-count that
-  test_retained marks, an expected failure here too; on 24 and 26 it holds
-  for Session and Record (SessionCache is 2.25 % low on 26: non-strict).
+  leak's classes equal, within 2 %, those it computes from V8's file, on
+  every line. (They did not, 30-45 % low on 18-22, before the file had
+  V8's direct `element` edges from an array to its values.)
+- memlab traces a leaked Session as in V8's file.
 
 And: `-o -` gives the same bytes; gdb and lldb write byte-identical files
 (node 24); a core with damaged heap pages gives a file DevTools loads, with
@@ -164,18 +163,8 @@ def devtools_by_name(path: Path) -> dict[str, int]:
     return {n: int(got[k]) for k, n in enumerate(NAMES)}
 
 
-_OVERCOUNT = ("the heap graph's conservative roots keep the leak's objects apart from their "
-              "holders (test_retained's known over-count)")
-
-
 def _retained_cases():
-    out = []
-    for v in VERSIONS:
-        for n in NAMES:
-            strict_ok = v in ("24.21.0", "26.10.0") and n != "SessionCache"
-            out.append(pytest.param(v, n, marks=() if strict_ok else pytest.mark.xfail(
-                strict=False, reason=_OVERCOUNT)))
-    return out
+    return [(v, n) for v in VERSIONS for n in NAMES]
 
 
 @pytest.mark.parametrize("version,name", _retained_cases())
@@ -249,11 +238,15 @@ def _memlab_trace(path: Path, node_id: int) -> list[str]:
 
 
 def test_memlab_trace():
-    """memlab loads v8dbg's file and traces a leaked Session to the SessionCache
-    that holds it, as it does in V8's own file of the same heap."""
+    """memlab loads v8dbg's file and gives a leaked Session the retainer trace it
+    gives one in V8's own file of the same heap: the root's shortcut to the
+    global object, its `sessionCache` property, the cache's `all` array, an
+    element (ids, sizes and the element's index aside)."""
+    import re
     if not MEMLAB.exists():
         pytest.skip("memlab missing: run scripts/setup.sh")
     version = "24.21.0"
+    traces = []
     for path in (written(version)[0], v8_file(version)):
         snap = heapsnapshot.read(path)
         sessions = [i for i in np.flatnonzero(snap.types == snap.node_types.index("object"))
@@ -261,7 +254,10 @@ def test_memlab_trace():
         node = sessions[len(sessions) // 2]
         steps = _memlab_trace(path, int(snap.ids[node]))
         assert f"[Session] (object) @{int(snap.ids[node])}" in steps[-1], steps
-        assert any("[SessionCache] (object)" in s for s in steps), steps
+        traces.append([re.sub(r"--\d+ \(", "--N (", re.sub(r" @\d+ \[[^]]*\]$", "", s))
+                       for s in steps])
+    assert traces[0] == traces[1], traces
+    assert "--sessionCache (property)--->  [SessionCache] (object)" in traces[0]
 
 
 def test_pid_and_unreachable():

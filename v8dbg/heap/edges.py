@@ -125,3 +125,104 @@ def _names(prog: Program, m: int) -> dict[int, str]:
             _cache.clear()
         got = _cache[key] = in_object_names(prog, m)
     return got
+
+
+@dataclass
+class Extra:
+    """Edges V8 makes that are no slot of their source: from a JS object
+    straight to its elements' values (`element`, by index) and from a global
+    object to its properties' values (`property`, through the property
+    cells), sorted by source; and the root's `shortcut`s to the global objects."""
+
+    src: Any  # int64 node
+    kinds: Any  # uint8
+    names: Any  # uint32
+    to: Any  # int64 node
+    globals: list[int]
+
+
+MAX_GLOBAL_PROPERTIES = 1 << 16
+
+
+def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
+                strings: StringTable) -> Extra:
+    """V8's element and global property edges, and its shortcuts to the globals."""
+    np = gmod.numpy()
+    h = prog.heap
+    md = h.md
+    o_elements = md.off("JSObject", "elements")
+    fixed = md.types.get("FIXED_ARRAY_TYPE")
+    glob = md.types.get("JS_GLOBAL_OBJECT_TYPE")
+    fe = g.first_edge
+    src_p, kind_p, name_p, to_p = [], [], [], []
+    # Elements: the JS object's `elements` slot points at a FixedArray whose
+    # slots from the third word on are element 0, 1, ...
+    js = np.flatnonzero(is_js & keep)
+    if len(js) and fixed is not None:
+        # The edge of each JS object at the elements offset, if any.
+        cnt = fe[js + 1] - fe[js]
+        srcs = np.repeat(js, cnt)
+        idx = (np.repeat(fe[js] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+               + np.arange(int(cnt.sum()), dtype=np.int64))
+        at = (g.edge_name[idx] == o_elements) & (g.edge_type[idx] != gmod.E_WEAK)
+        owners, stores = srcs[at], g.edge_to[idx[at]].astype(np.int64)
+        um, inv = np.unique(node_map[stores], return_inverse=True)
+        ok = np.array([_map_type(h, m) == fixed for m in um.tolist()], dtype=bool)[inv] \
+            if len(um) else np.zeros(0, dtype=bool)
+        owners, stores = owners[ok], stores[ok]
+        cnt = fe[stores + 1] - fe[stores]
+        own = np.repeat(owners, cnt)
+        idx = (np.repeat(fe[stores] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+               + np.arange(int(cnt.sum()), dtype=np.int64))
+        sel = (g.edge_name[idx] >= 16) & (g.edge_type[idx] != gmod.E_WEAK)
+        idx, own = idx[sel], own[sel]
+        to = g.edge_to[idx].astype(np.int64)
+        live = keep[to]
+        src_p.append(own[live])
+        kind_p.append(np.full(int(live.sum()), gmod.E_ELEMENT, dtype=np.uint8))
+        name_p.append(((g.edge_name[idx[live]].astype(np.int64) - 16) // 8).astype(np.uint32))
+        to_p.append(to[live])
+    # Global objects: their properties' values, by name.
+    globals_: list[int] = []
+    if glob is not None:
+        objs = np.flatnonzero(keep & (np.arange(g.nodes) >= g.first_object))
+        cand = objs[is_js[objs]]
+        maps = np.unique(node_map[cand])
+        gm = [m for m in maps.tolist() if _map_type(h, m) == glob]
+        for i in cand[np.isin(node_map[cand], gm)].tolist():
+            globals_.append(i)
+            try:
+                props = prog.values.own_properties(int(g.node_addr[i]), MAX_GLOBAL_PROPERTIES)
+            except (DecodeError, TargetMemoryError):
+                continue
+            vals = [p.value for p in props if not p.accessor]
+            keys = [p.key for p in props if not p.accessor]
+            t = g.indices(np.asarray(vals, dtype=np.uint64) if vals else np.zeros(0, np.uint64))
+            for key, node in zip(keys, t.tolist()):
+                if node >= 0 and keep[node]:
+                    src_p.append(np.array([i], dtype=np.int64))
+                    kind_p.append(np.array([gmod.E_PROPERTY], dtype=np.uint8))
+                    name_p.append(np.array([strings.add(_key_text(prog, key))],
+                                           dtype=np.uint32))
+                    to_p.append(np.array([node], dtype=np.int64))
+    if not src_p:
+        e = np.zeros(0, dtype=np.int64)
+        return Extra(e, np.zeros(0, np.uint8), np.zeros(0, np.uint32), e, globals_)
+    src = np.concatenate(src_p)
+    order = np.argsort(src, kind="stable")
+    return Extra(src[order], np.concatenate(kind_p)[order], np.concatenate(name_p)[order],
+                 np.concatenate(to_p)[order], globals_)
+
+
+def _key_text(prog: Program, key: int) -> str:
+    try:
+        return prog.values.key_text(key, 200) or "?"
+    except (DecodeError, TargetMemoryError):
+        return "?"
+
+
+def _map_type(h, m: int) -> int:
+    try:
+        return h.map_type(int(m))
+    except (DecodeError, TargetMemoryError):
+        return -1

@@ -30,7 +30,7 @@ from ..interrupt import check_interrupted
 from ..v8.layouts import heap_snapshot_meta
 from . import census
 from . import graph as gmod
-from .edges import StringTable, type_edges
+from .edges import StringTable, extra_edges, type_edges
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -319,7 +319,9 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
         counts[a:b] = np.bincount(src[ok] - a, minlength=b - a)
         edge_chunks.append((a, b))
-    total_edges = 1 + len(g.root_names) + int(counts[kept[kept > 0]].sum())
+    xe = extra_edges(prog, g, keep, maps, is_js, strings)
+    counts += np.bincount(xe.src, minlength=g.nodes)
+    total_edges = 1 + len(xe.globals) + len(g.root_names) + int(counts[kept[kept > 0]].sum())
     # Header.
     k = len(fields)
     head = {"meta": meta, "node_count": rows, "edge_count": total_edges,
@@ -342,7 +344,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     ids[g.first_object:] = first_obj + 2 * np.arange(g.nodes - g.first_object)
     trace = "trace_node_id" in fields
     # The root: one edge, to (GC roots); (GC roots): one edge per group.
-    cols = [types.index("synthetic"), nname[0], 1, 0, 1] + ([0] if trace else []) + [0]
+    cols = [synth, nname[0], 1, 0, 1 + len(xe.globals)] + ([0] if trace else []) + [0]
     cols2 = [synth, gc_roots, 3, 0, len(g.root_names)] + ([0] if trace else []) + [0]
     emit(",".join(map(str, cols + cols2)))
     ncount = counts.copy()
@@ -363,6 +365,9 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     emit("],\n\"edges\":[")
     E_EL = 1
     first = [E_EL, 1, 1 * k]
+    # The root's shortcuts to the global objects, as V8 makes them.
+    for n, i in enumerate(xe.globals):
+        first += [gmod.E_SHORTCUT, strings.add(str(n + 2)), int(row_of[i]) * k]
     # (GC roots) -> each group.
     for i in range(len(g.root_names)):
         first += [E_EL, i + 1, (2 + i) * k]
@@ -370,7 +375,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     for a, b in edge_chunks:
         check_interrupted()
         lo, hi = int(fe[max(a, 1)]), int(fe[b])
-        if hi <= lo or b <= 1:
+        if b <= 1:
             continue
         src = np.repeat(np.arange(max(a, 1), b), np.diff(fe[max(a, 1):b + 1]))
         ok = keep[src] & keep[g.edge_to[lo:hi]]
@@ -378,6 +383,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         to_rows = row_of[g.edge_to[lo:hi].astype(np.int64)] * k
         block = np.stack([typed.kinds.astype(np.int64), typed.names.astype(np.int64),
                           to_rows], axis=1)[ok]
+        xa, xb = np.searchsorted(xe.src, [max(a, 1), b])
+        if xb > xa:
+            # V8's edges that are no slot, merged in by source.
+            more = np.stack([xe.kinds[xa:xb].astype(np.int64),
+                             xe.names[xa:xb].astype(np.int64),
+                             row_of[xe.to[xa:xb]] * k], axis=1)
+            order = np.argsort(np.concatenate([src[ok], xe.src[xa:xb]]), kind="stable")
+            block = np.concatenate([block, more])[order]
         if len(block):
             emit_raw(b"," + _decimal(np, block))
         if progress is not None:

@@ -16,9 +16,17 @@ names, in bulk, for whatever writes or shows them:
 
 Property names come from the map's descriptors (read once per map), so the
 typing costs one pass over the edges in NumPy and a dictionary per map.
-What V8 names besides (elements, out-of-object properties, context
-variables, internal fields) stays `hidden` here: the edge exists, only its
-name is V8's index rather than its field name.
+
+V8 also makes edges that are no slot of their source (`extra_edges`): from
+a JS object straight to the values of its elements (`element`, by index,
+besides its edge to the backing store), from a global object to its
+properties' values (through their property cells), and the root's
+`shortcut`s to the global objects. Without them DevTools' dominators see
+the backing store, not the array, as what holds the values.
+
+What V8 names besides (out-of-object properties, context variables,
+internal fields) stays `hidden` here: the edge exists, only its name is
+V8's index rather than its field name.
 """
 
 from __future__ import annotations

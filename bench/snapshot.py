@@ -19,7 +19,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 

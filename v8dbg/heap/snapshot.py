@@ -411,7 +411,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     items = strings.items
     for a in range(0, len(items), CHUNK):
         check_interrupted()
-        part = ",\n".join(json.dumps(s) for s in items[a:a + CHUNK])
+        part = json.dumps(items[a:a + CHUNK], separators=(",\n", ":"))[1:-1]
         emit(("" if a == 0 else ",\n") + part)
     emit("]}\n")
     notes = list(g.root_notes)

@@ -26,7 +26,7 @@ core). On each line, v8dbg's file of that core is compared with V8's:
 - memlab traces a leaked Session as in V8's file.
 
 And: `-o -` gives the same bytes; gdb and lldb write byte-identical files
-(node 24); a core with damaged heap pages gives a file DevTools loads, with
+on every line; a core with damaged heap pages gives a file DevTools loads, with
 a warning naming the pages skipped; bad -o paths are one line and leave no
 file behind.
 """
@@ -183,11 +183,12 @@ def test_stdout_same_bytes():
 
 
 @pytest.mark.parametrize("frontend", ["gdb", "lldb"])
-def test_debuggers_write_the_same_file(frontend):
-    version = "24.21.0"
+@pytest.mark.parametrize("version", VERSIONS)
+def test_debuggers_write_the_same_file(version, frontend):
     if shutil.which(GDB if frontend == "gdb" else LLDB) is None:
         pytest.skip(f"{frontend} missing")
-    out = _TMP / f"{frontend}.heapsnapshot"
+    out = _TMP / version / f"{frontend}.heapsnapshot"
+    out.parent.mkdir(parents=True, exist_ok=True)
     text = run(frontend, version, leak(version) / "core", [f"jsheapsnapshot -o {out}"])[0]
     assert "wrote " in text, text
     assert out.read_bytes() == written(version)[0].read_bytes()

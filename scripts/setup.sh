@@ -86,6 +86,17 @@ if [ ! -f ".cache/npm/chrome-devtools-frontend-$DEVTOOLS_VERSION/package.json" ]
   rm -rf "$tmp"
 fi
 
+# memlab (Meta's heap snapshot analyzer, pinned) for the test that it loads
+# jsheapsnapshot's files and traces a leaked object's retainers. Its browser
+# (puppeteer's Chromium) is not needed for snapshots and is not fetched.
+MEMLAB_VERSION=2.0.5
+if [ ! -f ".cache/npm/memlab-$MEMLAB_VERSION/node_modules/memlab/bin/memlab" ]; then
+  echo "setup: fetching memlab $MEMLAB_VERSION"
+  mkdir -p ".cache/npm/memlab-$MEMLAB_VERSION"
+  (cd ".cache/npm/memlab-$MEMLAB_VERSION" && PUPPETEER_SKIP_DOWNLOAD=1 \
+     npm install --silent --no-audit --no-fund --ignore-scripts "memlab@$MEMLAB_VERSION" >/dev/null)
+fi
+
 # Kernel cores must land in the crashing process's directory as `core` for the
 # tests that make them. core_pattern is host-wide (containers share the host's):
 # say loudly what changes and how to undo it, and leave it alone when asked.

@@ -882,3 +882,42 @@ def trace_sites(version: tuple[int, ...]) -> dict[str, Any]:
         if (version[0], version[1]) >= since:
             out.update(entry)
     return out
+
+
+# -- heap snapshot format ------------------------------------------------------------------
+# What each line's V8 writes as `snapshot.meta` of a .heapsnapshot
+# (HeapSnapshotJSONSerializer::SerializeSnapshot). trace_node_id went with
+# V8 13; "object shape" nodes came with 11; V8 11.3 alone lists "wasm
+# object"; the node fields' type list keeps one "number" too many until 14.
+_SNAPSHOT_NODE_TYPES = ["hidden", "array", "string", "object", "code", "closure", "regexp",
+                        "number", "native", "synthetic", "concatenated string",
+                        "sliced string", "symbol", "bigint"]
+
+
+def heap_snapshot_meta(version: tuple[int, ...]) -> tuple[dict, dict]:
+    """(meta, other header fields) of the heap snapshots V8 `version` writes."""
+    key = (version[0], version[1])
+    fields = ["type", "name", "id", "self_size", "edge_count"]
+    if key < (13, 0):
+        fields.append("trace_node_id")
+    fields.append("detachedness")
+    types = list(_SNAPSHOT_NODE_TYPES)
+    if key >= (11, 0):
+        types.append("object shape")
+    if key[0] == 11:
+        types.append("wasm object")
+    numbers = 5 if key < (14, 0) else len(fields) - 2
+    meta = {
+        "node_fields": fields,
+        "node_types": [types, "string"] + ["number"] * numbers,
+        "edge_fields": ["type", "name_or_index", "to_node"],
+        "edge_types": [["context", "element", "property", "internal", "hidden", "shortcut",
+                        "weak"], "string_or_number", "node"],
+        "trace_function_info_fields": ["function_id", "name", "script_name", "script_id",
+                                       "line", "column"],
+        "trace_node_fields": ["id", "function_info_index", "count", "size", "children"],
+        "sample_fields": ["timestamp_us", "last_assigned_id"],
+        "location_fields": ["object_index", "script_id", "line", "column"],
+    }
+    extra = {"extra_native_bytes": 0} if key >= (13, 0) else {}
+    return meta, extra

@@ -39,6 +39,33 @@ class Properties(ValuesBase):
         return [p for p, s in zip(props, sym) if not s] + [p for p, s in zip(props, sym) if s]
 
     def _fast_properties(self, obj: int, m: int, bf3: int, cap: int) -> list[Prop]:
+        out: list[Prop] = []
+        props_arr: int | None = None
+        for key, accessor, enumerable, inobj, where in self._descriptors(obj, m, bf3, cap):
+            if inobj is None:
+                value = where
+            elif inobj:
+                value = self.mem.u64(obj - 1 + where)
+            else:
+                if props_arr is None:
+                    props_arr = self.fld(obj, "JSReceiver", "raw_properties_or_hash")
+                value = self._property_array_get(obj, props_arr, where)
+            out.append(Prop(key, accessor, enumerable, value))
+        return out
+
+    def in_object_fields(self, m: int, cap: int = MAX_PROPERTIES) -> dict[int, int]:
+        """Byte offset -> key word of each property a fast map keeps inside its objects."""
+        bf3 = self.mem.u32(m - 1 + self.off("Map", "bit_field3"))
+        if (bf3 >> self.md.const("bit_field3_is_dictionary_map_shift", 21)) & 1:
+            return {}
+        return {where: key for key, _a, _e, inobj, where in self._descriptors(m, m, bf3, cap)
+                if inobj}
+
+    def _descriptors(self, obj: int, m: int, bf3: int,
+                     cap: int) -> list[tuple[int, bool, bool, bool | None, int]]:
+        """(key, accessor, enumerable, in object?, where) of a fast map's own
+        descriptors: `where` is the byte offset in the object, the index in its
+        property array, or (in object None) the value the descriptor holds."""
         md = self.md
         mask = md.const("bit_field3_number_of_own_descriptors_mask", 0xFFC00)
         shift = md.const("bit_field3_number_of_own_descriptors_shift", 10)
@@ -58,8 +85,7 @@ class Properties(ValuesBase):
         isw = self.u8(m, self.off("Map", "instance_size_in_words"))
         start = self.u8(m, self.off("Map", "inobject_properties_start_or_constructor_function_index"))
         inobject = max(isw - start, 0)
-        out: list[Prop] = []
-        props_arr: int | None = None
+        out: list[tuple[int, bool, bool, bool | None, int]] = []
         for i in range(n):
             key = words[i * size + md.const("prop_desc_key")]
             details_w = words[i * size + md.const("prop_desc_details")]
@@ -74,17 +100,14 @@ class Properties(ValuesBase):
             location = (details & md.const("prop_location_mask")) >> md.const(
                 "prop_location_shift", 5)
             if location == md.const("prop_location_Descriptor"):
-                value = slot
+                out.append((key, accessor, enumerable, None, slot))
+                continue
+            index = (details & md.const("prop_index_mask", 0x1FF80000)) >> md.const(
+                "prop_index_shift", 19)
+            if index < inobject:
+                out.append((key, accessor, enumerable, True, (start + index) * 8))
             else:
-                index = (details & md.const("prop_index_mask", 0x1FF80000)) >> md.const(
-                    "prop_index_shift", 19)
-                if index < inobject:
-                    value = self.mem.u64(obj - 1 + (start + index) * 8)
-                else:
-                    if props_arr is None:
-                        props_arr = self.fld(obj, "JSReceiver", "raw_properties_or_hash")
-                    value = self._property_array_get(obj, props_arr, index - inobject)
-            out.append(Prop(key, accessor, enumerable, value))
+                out.append((key, accessor, enumerable, False, index - inobject))
         return out
 
     def _property_array_get(self, obj: int, arr: int, i: int) -> int:

@@ -1,0 +1,78 @@
+"""Benchmark: a .heapsnapshot from a core (v8dbg jsheapsnapshot) vs V8's own writer.
+
+The heap is bench/retained.py's: one node process leaks COUNT sessions
+(Session, Record and the Record's array each) behind a Map and an array,
+times `v8.writeHeapSnapshot()` on itself (wall and CPU seconds, in the
+process: what a user would do instead, stopping the service meanwhile),
+then aborts. The core is kept under .cache/bench/snapshot-VERSION-COUNT and
+reused (--fresh makes it again). On the core, `v8dbg jsheapsnapshot -o` is
+timed in the CLI, with its peak RSS, beside the node process's peak RSS
+(its heap and V8's writer together) and both files' sizes.
+
+Usage: python3 bench/snapshot.py [--version 24.21.0] [--count 400000] [--fresh]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+from retained import SCRIPT, timed  # noqa: E402
+from support import CACHE, node_binary  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--version", default="24.21.0")
+    ap.add_argument("--count", type=int, default=400000)
+    ap.add_argument("--fresh", action="store_true", help="make the core again")
+    args = ap.parse_args()
+    node = node_binary(args.version)
+    work = CACHE / "bench" / f"snapshot-{args.version}-{args.count}"
+    core = work / "core"
+    if args.fresh or not (work / "done").exists():
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        (work / "bench.js").write_text(SCRIPT.replace("COUNT", str(args.count)))
+
+        def limits() -> None:
+            resource.setrlimit(resource.RLIMIT_CORE,
+                               (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+        _, _, rss, _ = timed([str(node), "--max-old-space-size=8192", "bench.js"], cwd=work,
+                             preexec_fn=limits, env=dict(os.environ, V8DBG_OUT=str(work)))
+        if not core.exists():
+            cands = sorted(work.glob("core*"))
+            if not cands:
+                sys.exit("bench: no core written (ulimit -c, kernel.core_pattern)")
+            cands[0].rename(core)
+        (work / "node-rss.txt").write_text(str(rss))
+        (work / "done").write_text("ok")
+    sj = json.loads((work / "snapshot.json").read_text())
+    node_rss = int((work / "node-rss.txt").read_text())
+    snap = work / "bench.heapsnapshot"
+    print(f"node {args.version}, {args.count} sessions: core {core.stat().st_size / 1e9:.2f} GB, "
+          f"V8's snapshot {snap.stat().st_size / 1e6:.0f} MB")
+    print(f"V8 writeHeapSnapshot() in the process: {sj['seconds']:7.2f} s, CPU {sj['cpu']:6.2f} s, "
+          f"the process's peak RSS {node_rss / 1024:.0f} MB")
+    out = work / "v8dbg.heapsnapshot"
+    dt, cpu, rss, p = timed([sys.executable, "-m", "v8dbg", "jsheapsnapshot", "-o", str(out),
+                             "--core", str(core), "--binary", str(node)], cwd=ROOT)
+    if p.returncode != 0:
+        sys.exit(f"bench: jsheapsnapshot failed: {p.stdout[-500:]}{p.stderr[-500:]}")
+    said = p.stdout.splitlines()[0]
+    print(f"v8dbg jsheapsnapshot from the core:    {dt:7.2f} s, CPU {cpu:6.2f} s, "
+          f"peak RSS {rss / 1024:.0f} MB, file {out.stat().st_size / 1e6:.0f} MB ({said})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,334 @@
+"""jsheapsnapshot against V8's own snapshot of the same heap, on every line.
+
+The cores are test_retained's: leak_growth.js with 3000 `Session`s (each
+with a `Record` and its array) behind globalThis.sessionCache, which writes
+V8's own snapshot just before it aborts (same fixture text, same cached
+core). On each line, v8dbg's file of that core is compared with V8's:
+
+- the header: `snapshot.meta` equal to V8's, the same header keys, the same
+  sections in the same order (strings last);
+- `object` nodes per name equal, but for `system / Context` (V8 writes
+  contexts the core's stale stack words keep apart from what it reached),
+  the global object and proxy (V8 decorates their names with the embedder's
+  context name), and the objects only the call writing V8's snapshot held
+  (`heapsnapshot.transient`);
+- node counts per type close: `closure`, `regexp` and `concatenated string`
+  exact; all nodes within 10 %. Left out, and why: V8's read-only space
+  (its oddballs, internalized strings and builtins' code, which no core
+  page walk of the isolate's heap meets), the embedder graph (`native`
+  nodes and node's `Node / ...` ones: C++ memory, not V8's heap), the
+  (GC roots) sub-roots v8dbg does not enumerate. The edges into those are
+  left out with them: v8dbg's files hold 55-80 % of V8's edges;
+- Chrome DevTools' own loader loads the file, and its retained sizes of the
+  leak's classes equal, within 2 %, those it computes from V8's file, on
+  every line. (They did not, 30-45 % low on 18-22, before the file had
+  V8's direct `element` edges from an array to its values.)
+- memlab traces a leaked Session as in V8's file.
+
+And: `-o -` gives the same bytes; gdb and lldb write byte-identical files
+on every line; a core with damaged heap pages gives a file DevTools loads, with
+a warning naming the pages skipped; bad -o paths are one line and leave no
+file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import heapsnapshot
+from support import GDB, LLDB, ROOT, VERSIONS, make_core, node_binary, run
+
+LEAK_N = 3000
+NAMES = ("Session", "Record", "SessionCache")
+_TMP = Path(tempfile.mkdtemp(prefix="v8dbg-heapsnapshot-"))
+
+
+@lru_cache(maxsize=None)
+def leak(version: str) -> Path:
+    return make_core(version, "leak_growth.js", env={"V8DBG_LEAK": str(LEAK_N)})
+
+
+def _cli(version: str, core: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "v8dbg", "jsheapsnapshot", *args,
+                           "--core", str(core), "--binary", str(node_binary(version))],
+                          capture_output=True, cwd=ROOT, timeout=600)
+
+
+@lru_cache(maxsize=None)
+def written(version: str) -> tuple[Path, str]:
+    """v8dbg's snapshot of the leak core (written once), and what the command said."""
+    out = _TMP / version / "v8dbg.heapsnapshot"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    p = _cli(version, leak(version) / "core", "-o", str(out))
+    assert p.returncode == 0, p.stderr.decode()
+    return out, p.stdout.decode()
+
+
+def v8_file(version: str) -> Path:
+    return leak(version) / "leak.heapsnapshot"
+
+
+def _header(path: Path) -> tuple[dict, list[str]]:
+    doc = json.loads(path.read_text())
+    return doc["snapshot"], list(doc)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_meta_and_sections(version):
+    mine, order = _header(written(version)[0])
+    theirs, v8_order = _header(v8_file(version))
+    assert mine["meta"] == theirs["meta"]
+    assert list(mine) == list(theirs)
+    assert order == v8_order and order[-1] == "strings"
+    out, said = written(version)
+    snap = heapsnapshot.read(out)
+    assert mine["node_count"] == len(snap.ids) and mine["edge_count"] == len(snap.edge_to)
+    assert f"wrote {len(snap.ids)} nodes, {len(snap.edge_to)} edges" in said
+    # Node 0 the synthetic root, then (GC roots); ids odd and unique.
+    assert snap.type(0) == "synthetic" and snap.name(1) == "(GC roots)"
+    assert int(snap.ids[0]) == 1 and int(snap.ids[1]) == 3
+    assert (snap.ids % 2 == 1).all() and len(np.unique(snap.ids)) == len(snap.ids)
+
+
+def _objects(snap: heapsnapshot.Snapshot) -> Counter:
+    t = snap.node_types.index("object")
+    return Counter(snap.name(i) for i in np.flatnonzero(snap.types == t).tolist())
+
+
+def _comparable(name: str) -> bool:
+    return not (name.startswith("system / ") or name.startswith("global")
+                or name == "Object [JSGlobalObject]")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_objects_per_name(version):
+    mine = _objects(heapsnapshot.read(written(version)[0]))
+    theirs = _objects(heapsnapshot.read(v8_file(version)))
+    held = heapsnapshot.transient(v8_file(version))
+    diff = {n: (mine[n], theirs[n]) for n in set(mine) | set(theirs)
+            if _comparable(n) and not theirs[n] - held[n] <= mine[n] <= theirs[n]}
+    assert not diff, diff
+    for n in NAMES:
+        assert mine[n] == (LEAK_N if n != "SessionCache" else 1)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_counts_per_type(version):
+    mine = heapsnapshot.read(written(version)[0])
+    theirs = heapsnapshot.read(v8_file(version))
+
+    def per_type(s):
+        return Counter(s.node_types[t] for t in s.types.tolist())
+
+    a, b = per_type(mine), per_type(theirs)
+    for t in ("closure", "regexp", "concatenated string"):
+        assert a[t] == b[t], (t, a[t], b[t])
+    assert abs(len(mine.ids) - len(theirs.ids)) <= 0.1 * len(theirs.ids), (a, b)
+    assert 0.55 * len(theirs.edge_to) <= len(mine.edge_to) <= len(theirs.edge_to)
+    # Every edge type v8dbg writes is one V8 writes, with a name of the right kind.
+    weak = mine.edge_types.index("weak")
+    assert (mine.edge_type[mine.first_edge[2]:] != mine.edge_types.index("shortcut")).all()
+    assert (mine.edge_type == weak).sum() > 0.5 * (theirs.edge_type == weak).sum()
+    prop = np.flatnonzero(mine.edge_type == mine.edge_types.index("property"))
+    assert len(prop) > 0.25 * (theirs.edge_type == theirs.edge_types.index("property")).sum()
+    names = Counter(mine.strings[int(mine.edge_name[e])] for e in prop.tolist())
+    for key in ("record", "user", "body", "byId", "all"):
+        assert names[key] >= 1, key
+    assert names["record"] == LEAK_N
+
+
+@lru_cache(maxsize=None)
+def devtools_by_name(path: Path) -> dict[str, int]:
+    """Per name of NAMES: the retained size Chrome DevTools' loader gives that
+    name's objects together (those no other of them dominates)."""
+    from v8dbg.heap import dominators as D
+    snap = heapsnapshot.read(path)
+    ref = heapsnapshot.devtools(path)
+    tree = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, ref.self_sizes, 0,
+                            snap.weakmap_table_edges())
+    assert (tree.retained == ref.retained).all()
+    idx = np.flatnonzero(snap.types == snap.node_types.index("object"))
+    sel = [i for i in idx.tolist() if snap.name(i) in NAMES]
+    got = D.set_retained(tree, np.asarray(sel, np.int64), [NAMES.index(snap.name(i)) for i in sel])
+    return {n: int(got[k]) for k, n in enumerate(NAMES)}
+
+
+def _retained_cases():
+    return [(v, n) for v in VERSIONS for n in NAMES]
+
+
+@pytest.mark.parametrize("version,name", _retained_cases())
+def test_retained_as_devtools(version, name):
+    mine = devtools_by_name(written(version)[0])
+    theirs = devtools_by_name(v8_file(version))
+    assert abs(mine[name] - theirs[name]) <= 0.02 * theirs[name], (name, mine, theirs)
+
+
+def test_stdout_same_bytes():
+    version = "24.21.0"
+    p = _cli(version, leak(version) / "core", "-o", "-")
+    assert p.returncode == 0, p.stderr.decode()
+    assert p.stdout == written(version)[0].read_bytes()
+    assert b"wrote " in p.stderr
+
+
+@pytest.mark.parametrize("frontend", ["gdb", "lldb"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_debuggers_write_the_same_file(version, frontend):
+    if shutil.which(GDB if frontend == "gdb" else LLDB) is None:
+        pytest.skip(f"{frontend} missing")
+    out = _TMP / version / f"{frontend}.heapsnapshot"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = run(frontend, version, leak(version) / "core", [f"jsheapsnapshot -o {out}"])[0]
+    assert "wrote " in text, text
+    assert out.read_bytes() == written(version)[0].read_bytes()
+
+
+def test_bad_output_paths():
+    version = "24.21.0"
+    core = leak(version) / "core"
+    for path, says in ((_TMP / "no" / "such" / "dir" / "x.heapsnapshot", "No such file"),
+                       (_TMP, "is a directory")):
+        p = _cli(version, core, "-o", str(path))
+        lines = p.stderr.decode().strip().splitlines()
+        assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith("v8dbg: "), p
+        assert says in lines[0], lines
+    assert not list(_TMP.glob(".*.tmp"))
+
+
+def test_damaged_pages():
+    """A core whose data pages are partly random still gives a file DevTools
+    loads, with a warning naming the heap pages the walk skipped."""
+    from test_corrupt import damaged
+    version = "24.21.0"
+    core, binary = damaged(version, "pages")
+    out = _TMP / "damaged.heapsnapshot"
+    p = subprocess.run([sys.executable, "-m", "v8dbg", "jsheapsnapshot", "-o", str(out),
+                        "--core", str(core), "--binary", str(binary)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "warning: " in p.stdout and "damaged heap pages" in p.stdout and "0x" in p.stdout, \
+        p.stdout
+    ref = heapsnapshot.devtools(out)
+    assert len(ref.ids) == len(heapsnapshot.read(out).ids) > 1000
+
+
+MEMLAB = ROOT / ".cache" / "npm" / "memlab-2.0.5" / "node_modules" / "memlab" / "bin" / "memlab"
+
+
+def _memlab_trace(path: Path, node_id: int) -> list[str]:
+    """The steps of memlab's retainer trace of one node (`[Name] (type) @id`)."""
+    # memlab's own launcher runs `env node --expose-gc ...`: node is run directly.
+    p = subprocess.run([str(node_binary("24.21.0")), "--max-old-space-size=4096", str(MEMLAB),
+                        "trace", "--snapshot", str(path), f"--node-id={node_id}"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    # (memlab writes its report on stderr)
+    return [line.split("\x1b[K")[-1].strip() for line in (p.stdout + p.stderr).splitlines()
+            if "@" in line and "] (" in line]
+
+
+def test_memlab_trace():
+    """memlab loads v8dbg's file and gives a leaked Session the retainer trace it
+    gives one in V8's own file of the same heap: the root's shortcut to the
+    global object, its `sessionCache` property, the cache's `all` array, an
+    element (ids, sizes and the element's index aside)."""
+    import re
+    if not MEMLAB.exists():
+        pytest.skip("memlab missing: run scripts/setup.sh")
+    version = "24.21.0"
+    traces = []
+    for path in (written(version)[0], v8_file(version)):
+        snap = heapsnapshot.read(path)
+        sessions = [i for i in np.flatnonzero(snap.types == snap.node_types.index("object"))
+                    .tolist() if snap.name(i) == "Session"]
+        node = sessions[len(sessions) // 2]
+        steps = _memlab_trace(path, int(snap.ids[node]))
+        assert f"[Session] (object) @{int(snap.ids[node])}" in steps[-1], steps
+        traces.append([re.sub(r"--\d+ \(", "--N (", re.sub(r" @\d+ \[[^]]*\]$", "", s))
+                       for s in steps])
+    assert traces[0] == traces[1], traces
+    assert "--sessionCache (property)--->  [SessionCache] (object)" in traces[0]
+
+
+def test_pid_and_unreachable():
+    """--pid: a running node process's snapshot, the process paused only while
+    its memory is copied and running on after; --include-unreachable keeps
+    the garbage that the default leaves out, and says nothing is left out."""
+    version = "24.21.0"
+    proc = subprocess.Popen([str(node_binary(version)), "-e",
+                             "class Kept { constructor(i) { this.i = i; } }\n"
+                             "globalThis.kept = []; for (let i = 0; i < 1234; i++) kept.push(new Kept(i));\n"
+                             "console.log('ready'); setInterval(() => {}, 1000);"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        outs = {}
+        for flag in ((), ("--include-unreachable",)):
+            out = _TMP / f"pid{len(flag)}.heapsnapshot"
+            p = subprocess.run([sys.executable, "-m", "v8dbg", "jsheapsnapshot", "-o", str(out),
+                                *flag, "--pid", str(proc.pid)],
+                               capture_output=True, text=True, cwd=ROOT, timeout=300)
+            assert p.returncode == 0, p.stderr
+            assert f"v8dbg: process {proc.pid} paused" in p.stderr
+            assert proc.poll() is None  # it runs on
+            outs[flag] = (heapsnapshot.read(out), p.stdout)
+        live, said = outs[()]
+        every, said_all = outs[("--include-unreachable",)]
+        assert _objects(live)["Kept"] == 1234
+        assert "no GC root reaches were left out" in said
+        assert "left out" not in said_all
+        assert len(every.ids) > len(live.ids)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_interrupted_leaves_no_file(monkeypatch):
+    """Ctrl-C in the middle of writing: no file under the final name, no
+    temporary file left, `interrupted` said, and an older file of that name
+    kept as it was."""
+    from support import core_program
+    from v8dbg.commands import Session, load_all
+    from v8dbg.heap import snapshot
+    load_all()
+    version = "24.21.0"
+    _prog, backend = core_program(leak(version) / "core", version)
+    sess = Session(lambda: backend, str(node_binary(version)))
+    real = snapshot.write
+
+    def cut(prog, heap, out, *a, **kw):
+        class Half:
+            def __init__(self):
+                self.n = 0
+
+            def write(self, b):
+                out.write(b)
+                self.n += len(b)
+                if self.n > 100000:
+                    raise KeyboardInterrupt
+
+        return real(prog, heap, Half(), *a, **kw)
+
+    monkeypatch.setattr(snapshot, "write", cut)
+    d = _TMP / "interrupted"
+    d.mkdir(exist_ok=True)
+    for before in (None, b"older file"):
+        target = d / "x.heapsnapshot"
+        if before is not None:
+            target.write_bytes(before)
+        text, ok = sess.run("jsheapsnapshot", ["-o", str(target)])
+        assert not ok and text == "v8dbg: interrupted", text
+        assert sorted(p.name for p in d.iterdir()) == ([] if before is None else [target.name])
+        if before is not None:
+            assert target.read_bytes() == before

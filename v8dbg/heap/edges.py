@@ -1,0 +1,236 @@
+"""Edges as V8's heap snapshot generator types and names them.
+
+The heap graph (graph.py) keeps every tagged slot of an object as an edge,
+named by its byte offset. V8HeapExplorer names some of those slots (a
+property, an element, a context variable, an internal field) and files the
+rest, which its indexed visitor meets after the named ones, as `hidden`
+edges numbered in visiting order, and every weak slot as a `weak` edge
+numbered likewise. This module gives the graph's edges those kinds and
+names, in bulk, for whatever writes or shows them:
+
+- the map word: `internal` edge `map`, as V8 names it for every object;
+- an in-object property of a JS object, by its map's descriptors:
+  `property` edge named by the property's key;
+- every other strong slot: `hidden`, its index among the object's edges;
+- a weak slot: `weak`, likewise.
+
+Property names come from the map's descriptors (read once per map), so the
+typing costs one pass over the edges in NumPy and a dictionary per map.
+
+V8 also makes edges that are no slot of their source (`extra_edges`): from
+a JS object straight to the values of its elements (`element`, by index,
+besides its edge to the backing store), from a global object to its
+properties' values (through their property cells), and the root's
+`shortcut`s to the global objects. Without them DevTools' dominators see
+the backing store, not the array, as what holds the values.
+
+What V8 names besides (out-of-object properties, context variables,
+internal fields) stays `hidden` here: the edge exists, only its name is
+V8's index rather than its field name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DecodeError, TargetMemoryError
+from . import graph as gmod
+
+if TYPE_CHECKING:
+    from ..program import Program
+
+MAX_PROPERTY_MAPS = 200000  # maps whose descriptors are read for property names
+
+
+@dataclass
+class Typed:
+    """Kinds and names of a set of the graph's edges (parallel arrays).
+
+    `names` holds a string's index in `strings` for context, property,
+    internal and shortcut edges, and the number itself for element, hidden
+    and weak edges, as a .heapsnapshot's `name_or_index` does."""
+
+    kinds: Any  # uint8, V8's HeapGraphEdge::Type
+    names: Any  # uint32
+    strings: list[str]
+
+
+class StringTable:
+    """Strings in first-use order, each once (a snapshot's `strings`)."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.items: list[str] = []
+
+    def add(self, s: str) -> int:
+        i = self.index.get(s)
+        if i is None:
+            i = self.index[s] = len(self.items)
+            self.items.append(s)
+        return i
+
+
+def in_object_names(prog: Program, m: int) -> dict[int, str]:
+    """Byte offset -> property key of the in-object fields a JS map's descriptors
+    describe ({} when the map has none or they cannot be read)."""
+    v = prog.values
+    try:
+        return {off: v.key_text(key, 200) or "?" for off, key in v.in_object_fields(m).items()}
+    except (DecodeError, TargetMemoryError):
+        return {}
+
+
+def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
+               is_js, strings: StringTable) -> Typed:
+    """Kinds and names of edges lo .. hi-1 of the graph, whose sources are `src`.
+
+    node_map: the map of each node (0 for synthetic ones); is_js: per node,
+    whether it is a JS object (whose in-object properties get their names)."""
+    np = gmod.numpy()
+    to = g.edge_to[lo:hi]
+    off = g.edge_name[lo:hi]
+    gtype = g.edge_type[lo:hi]
+    idx = np.arange(lo, hi, dtype=np.int64) - g.first_edge[src]
+    kinds = np.where(gtype == gmod.E_WEAK, gmod.E_WEAK, gmod.E_HIDDEN).astype(np.uint8)
+    names = idx.astype(np.uint32)
+    synthetic = src < g.first_object
+    kinds[synthetic] = gtype[synthetic]
+    heap = ~synthetic
+    is_map = heap & (off == 0) & (gtype != gmod.E_WEAK)
+    kinds[is_map] = gmod.E_INTERNAL
+    names[is_map] = strings.add("map")
+    # In-object properties of JS objects, by each map's descriptors.
+    cand = np.flatnonzero(heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src])
+    if len(cand):
+        maps = node_map[src[cand]]
+        order = np.argsort(maps, kind="stable")
+        um, starts = np.unique(maps[order], return_index=True)
+        bounds = np.append(starts, len(order))
+        for k, m in enumerate(um.tolist()):
+            named = _names(prog, int(m))
+            if not named:
+                continue
+            sel = cand[order[bounds[k]:bounds[k + 1]]]
+            offs = off[sel].astype(np.int64)
+            for o, key in named.items():
+                hit = sel[offs == o]
+                if len(hit):
+                    kinds[hit] = gmod.E_PROPERTY
+                    names[hit] = strings.add(key)
+    del to
+    return Typed(kinds, names, strings.items)
+
+
+_cache: dict[tuple[int, int], dict[int, str]] = {}
+
+
+def _names(prog: Program, m: int) -> dict[int, str]:
+    key = (id(prog), m)
+    got = _cache.get(key)
+    if got is None:
+        if len(_cache) > MAX_PROPERTY_MAPS:
+            _cache.clear()
+        got = _cache[key] = in_object_names(prog, m)
+    return got
+
+
+@dataclass
+class Extra:
+    """Edges V8 makes that are no slot of their source: from a JS object
+    straight to its elements' values (`element`, by index) and from a global
+    object to its properties' values (`property`, through the property
+    cells), sorted by source; and the root's `shortcut`s to the global objects."""
+
+    src: Any  # int64 node
+    kinds: Any  # uint8
+    names: Any  # uint32
+    to: Any  # int64 node
+    globals: list[int]
+
+
+MAX_GLOBAL_PROPERTIES = 1 << 16
+
+
+def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
+                strings: StringTable) -> Extra:
+    """V8's element and global property edges, and its shortcuts to the globals."""
+    np = gmod.numpy()
+    h = prog.heap
+    md = h.md
+    o_elements = md.off("JSObject", "elements")
+    fixed = md.types.get("FIXED_ARRAY_TYPE")
+    glob = md.types.get("JS_GLOBAL_OBJECT_TYPE")
+    fe = g.first_edge
+    src_p, kind_p, name_p, to_p = [], [], [], []
+    # Elements: the JS object's `elements` slot points at a FixedArray whose
+    # slots from the third word on are element 0, 1, ...
+    js = np.flatnonzero(is_js & keep)
+    if len(js) and fixed is not None:
+        # The edge of each JS object at the elements offset, if any.
+        cnt = fe[js + 1] - fe[js]
+        srcs = np.repeat(js, cnt)
+        idx = (np.repeat(fe[js] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+               + np.arange(int(cnt.sum()), dtype=np.int64))
+        at = (g.edge_name[idx] == o_elements) & (g.edge_type[idx] != gmod.E_WEAK)
+        owners, stores = srcs[at], g.edge_to[idx[at]].astype(np.int64)
+        um, inv = np.unique(node_map[stores], return_inverse=True)
+        ok = np.array([_map_type(h, m) == fixed for m in um.tolist()], dtype=bool)[inv] \
+            if len(um) else np.zeros(0, dtype=bool)
+        owners, stores = owners[ok], stores[ok]
+        cnt = fe[stores + 1] - fe[stores]
+        own = np.repeat(owners, cnt)
+        idx = (np.repeat(fe[stores] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+               + np.arange(int(cnt.sum()), dtype=np.int64))
+        sel = (g.edge_name[idx] >= 16) & (g.edge_type[idx] != gmod.E_WEAK)
+        idx, own = idx[sel], own[sel]
+        to = g.edge_to[idx].astype(np.int64)
+        live = keep[to]
+        src_p.append(own[live])
+        kind_p.append(np.full(int(live.sum()), gmod.E_ELEMENT, dtype=np.uint8))
+        name_p.append(((g.edge_name[idx[live]].astype(np.int64) - 16) // 8).astype(np.uint32))
+        to_p.append(to[live])
+    # Global objects: their properties' values, by name.
+    globals_: list[int] = []
+    if glob is not None:
+        objs = np.flatnonzero(keep & (np.arange(g.nodes) >= g.first_object))
+        cand = objs[is_js[objs]]
+        maps = np.unique(node_map[cand])
+        gm = [m for m in maps.tolist() if _map_type(h, m) == glob]
+        for i in cand[np.isin(node_map[cand], gm)].tolist():
+            globals_.append(i)
+            try:
+                props = prog.values.own_properties(int(g.node_addr[i]), MAX_GLOBAL_PROPERTIES)
+            except (DecodeError, TargetMemoryError):
+                continue
+            vals = [p.value for p in props if not p.accessor]
+            keys = [p.key for p in props if not p.accessor]
+            t = g.indices(np.asarray(vals, dtype=np.uint64) if vals else np.zeros(0, np.uint64))
+            for key, node in zip(keys, t.tolist()):
+                if node >= 0 and keep[node]:
+                    src_p.append(np.array([i], dtype=np.int64))
+                    kind_p.append(np.array([gmod.E_PROPERTY], dtype=np.uint8))
+                    name_p.append(np.array([strings.add(_key_text(prog, key))],
+                                           dtype=np.uint32))
+                    to_p.append(np.array([node], dtype=np.int64))
+    if not src_p:
+        e = np.zeros(0, dtype=np.int64)
+        return Extra(e, np.zeros(0, np.uint8), np.zeros(0, np.uint32), e, globals_)
+    src = np.concatenate(src_p)
+    order = np.argsort(src, kind="stable")
+    return Extra(src[order], np.concatenate(kind_p)[order], np.concatenate(name_p)[order],
+                 np.concatenate(to_p)[order], globals_)
+
+
+def _key_text(prog: Program, key: int) -> str:
+    try:
+        return prog.values.key_text(key, 200) or "?"
+    except (DecodeError, TargetMemoryError):
+        return "?"
+
+
+def _map_type(h, m: int) -> int:
+    try:
+        return h.map_type(int(m))
+    except (DecodeError, TargetMemoryError):
+        return -1

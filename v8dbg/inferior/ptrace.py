@@ -526,8 +526,9 @@ class Tracer:
 class PtraceBackend:
     """The Backend interface over a Tracer: memory by process_vm_readv.
 
-    While a snapshot is in use, reads inside its stack copy come from the
-    copy; every other read goes to the running process.
+    While a snapshot is in use, every byte its stack copy holds is read from
+    the copy (a read that spans more takes the rest from the process); every
+    other read goes to the running process.
     """
 
     kind = "ptrace"

@@ -11,7 +11,8 @@ the line). The sample count
 must be near rate x duration, and the target must run on, untraced, after
 the profiler lets go.
 
-Also: the three output formats parse (speedscope JSON structure, SVG as
+Also: a perf sample's stack copy, which starts inside a page, is read for
+every byte it holds; the three output formats parse (speedscope JSON structure, SVG as
 XML, its hover and zoom script run by node against a stand-in for the DOM),
 --native, --idle and --threads all on a fixture whose main thread
 idles while a worker spins, and bad input (a pid that is not node, no such

@@ -11,7 +11,8 @@ the line). The sample count
 must be near rate x duration, and the target must run on, untraced, after
 the profiler lets go.
 
-Also: the three output formats parse (speedscope JSON structure, SVG as
+Also: a perf sample's stack copy, which starts inside a page, is read for
+every byte it holds; the three output formats parse (speedscope JSON structure, SVG as
 XML, its hover and zoom script run by node against a stand-in for the DOM),
 --native, --idle and --threads all on a fixture whose main thread
 idles while a worker spins, and bad input (a pid that is not node, no such
@@ -22,7 +23,9 @@ Ctrl-C).
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
+import os
 import re
 import signal
 import subprocess
@@ -33,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+from v8dbg.inferior.backend import PAGE, Memory, Registers
+from v8dbg.inferior.ptrace import PtraceBackend, Snapshot
 from support import FIXTURES, ROOT, VERSIONS, LiveNode, node_binary, tracer_of
 
 RATE = 399
@@ -204,6 +209,7 @@ CPU_99 = 8.0  # seconds of the target's CPU time sampled: ~800 samples, a share'
 WALL_CAP_99 = 60.0  # seconds at most, however busy the machine
 MAX_LOSS = 10.0  # percent of the fixture's throughput per CPU second
 MAX_STOPPED = 3.0  # points of the wall-clock time stopped, above the share before sampling
+MAX_LINELESS = 2.0  # percent of the samples with an innermost frame in the fixture but no line
 
 
 @pytest.mark.parametrize("version,sampler",
@@ -285,6 +291,9 @@ def test_shares_at_99_hz_match_cpu_prof(version: str, sampler: str) -> None:
         a = 100.0 * ours[name] / total
         b = 100.0 * theirs[name] / v8_total
         report.append(f"{name}: v8dbg {a:.1f}%, V8 {b:.1f}%")
+    by_line, _ = leaf_lines(doc, "profile_hot.js")
+    lineless = 100.0 * by_line[None] / total
+    report.append(f"in the fixture without a line {lineless:.1f}%")
     print("; ".join(report))
     for name in HOT:
         a = 100.0 * ours[name] / total
@@ -312,14 +321,42 @@ def test_shares_at_99_hz_match_cpu_prof(version: str, sampler: str) -> None:
         expected = RATE_99 * cpu
         assert 0.8 * expected <= total <= 1.1 * expected, (total, expected, p.stderr)
     # By line, as V8 files its ticks (positionTicks).
-    by_line, _ = leaf_lines(doc, "profile_hot.js")
     off = {name: (100.0 * by_line[line] / total, 100.0 * by_line_v8[line] / v8_total)
            for name, line in lines.items()}
     bad = {n: ab for n, ab in off.items() if abs(ab[0] - ab[1]) > TOLERANCE}
-    if bad and version.startswith("18."):
-        pytest.xfail(f"node 18: samples in optimized code without a line ({bad}): "
-                     "no source position found for their pcs")
     assert not bad, f"{version}: by line (v8dbg, V8): {off}"
+    # V8 gives every one of its ticks in the fixture a line; a sample whose
+    # innermost frame there has none was decoded from a frame the thread had
+    # left (e.g. read from the process after the sample, not from its copy).
+    assert lineless <= MAX_LINELESS, \
+        f"{version}: {lineless:.1f}% of the samples without a line; " + "; ".join(report)
+
+
+def test_stack_copy_wins_over_the_running_thread() -> None:
+    """A perf sample's stack copy starts at its sp, inside a page, and the
+    memory layer reads whole pages: every byte the copy holds is read from the
+    copy (the innermost frames as they were at the sample), the rest of those
+    pages from the process. Here the process is this one: its live bytes are
+    "L", the copy's "C"."""
+    live = ctypes.create_string_buffer(b"L" * 4 * PAGE, 4 * PAGE)
+    start = (ctypes.addressof(live) + PAGE - 1) // PAGE * PAGE + PAGE + 104
+    copy = b"C" * (PAGE + 200)
+    end = start + len(copy)
+
+    class _Tracer:
+        pid = os.getpid()
+
+    backend = PtraceBackend(_Tracer())
+    backend.use(Snapshot(os.getpid(), Registers(start, start, start + 64), start, copy, 0,
+                         time.monotonic()))
+    mem = Memory(backend)
+    assert mem.read(start, 8) == b"C" * 8
+    assert mem.read(start - 8, 16) == b"L" * 8 + b"C" * 8
+    assert mem.read(start - PAGE // 2, PAGE) == b"L" * (PAGE // 2) + b"C" * (PAGE // 2)
+    assert mem.read(end - 8, 16) == b"C" * 8 + b"L" * 8
+    assert mem.read(start + PAGE, 8) == b"C" * 8
+    backend.use(None)
+    assert Memory(backend).read(start, 8) == b"L" * 8
 
 
 def test_output_formats(tmp_path: Path) -> None:

@@ -526,8 +526,9 @@ class Tracer:
 class PtraceBackend:
     """The Backend interface over a Tracer: memory by process_vm_readv.
 
-    While a snapshot is in use, reads inside its stack copy come from the
-    copy; every other read goes to the running process.
+    While a snapshot is in use, every byte its stack copy holds is read from
+    the copy (a read that spans more takes the rest from the process); every
+    other read goes to the running process.
     """
 
     kind = "ptrace"
@@ -551,10 +552,27 @@ class PtraceBackend:
 
     def read(self, address: int, size: int) -> bytes:
         s = self._snap
-        if s is not None:
+        if s is not None and s.stack:
             off = address - s.stack_base
             if 0 <= off and off + size <= len(s.stack):
                 return s.stack[off:off + size]
+            lo = max(address, s.stack_base)
+            hi = min(address + size, s.stack_base + len(s.stack))
+            if lo < hi:
+                return self._overlaid(s, address, size, lo, hi)
+        return self._read_live(address, size)
+
+    def _overlaid(self, s: Snapshot, address: int, size: int, lo: int, hi: int) -> bytes:
+        """A read that the stack copy covers in part (the memory layer reads
+        whole pages; a perf sample's copy starts at sp, not at a page): the
+        copied bytes from the copy, the rest from the process. Otherwise the
+        innermost frames, near sp, would be read as the thread has them now."""
+        copied = s.stack[lo - s.stack_base:hi - s.stack_base]
+        before = self._read_live(address, lo - address) if lo > address else b""
+        after = self._read_live(hi, address + size - hi) if address + size > hi else b""
+        return before + copied + after
+
+    def _read_live(self, address: int, size: int) -> bytes:
         if size <= 0 or address < 0 or address + size > 1 << 64:
             raise TargetMemoryError(address, max(size, 0), "out of range")
         buf = self._buf if size <= len(self._buf) else ctypes.create_string_buffer(size)

@@ -191,6 +191,15 @@ class Memory:
         return struct.unpack("<d", self.read(address, 8))[0]
 
 
+def thread_name(pid: int, tid: int) -> str | None:
+    """A live thread's name as the kernel keeps it (/proc/PID/task/TID/comm)."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/comm") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
 def proc_map_lines(pid: int) -> list[tuple[int, int, str, int, str]]:
     """(start, end, permissions, file offset, path) of each line of /proc/PID/maps."""
     out: list[tuple[int, int, str, int, str]] = []

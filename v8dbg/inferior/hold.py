@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import TargetMemoryError, V8DbgError
-from .backend import Mapping, Registers, ThreadInfo, proc_map_lines
+from .backend import Mapping, Registers, ThreadInfo, proc_map_lines, thread_name
 from .disasm import Disassembly, disassemble
 from .ptrace import (PTRACE_DETACH, PTRACE_EVENT_STOP, PTRACE_GETREGS, PTRACE_INTERRUPT,
                      PTRACE_SEIZE, WALL, _call, _IoVec, _UserRegs, _vm_readv, permission_hint,
@@ -456,7 +456,7 @@ class HeldBackend:
         out = []
         for tid in thread_ids(self._pid) if not self.hold.threads else sorted(self.hold.threads):
             th = self.hold.threads.get(tid)
-            out.append(ThreadInfo(tid, _thread_name(self._pid, tid),
+            out.append(ThreadInfo(tid, thread_name(self._pid, tid),
                                   th.regs if th is not None else None))
         return out
 
@@ -477,11 +477,3 @@ class HeldBackend:
 
     def disassemble(self, address: int, data: bytes) -> Disassembly:
         return disassemble(address, data)
-
-
-def _thread_name(pid: int, tid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/task/{tid}/comm") as fh:
-            return fh.read().strip() or None
-    except OSError:
-        return None

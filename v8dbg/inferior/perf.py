@@ -31,7 +31,7 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import V8DbgError
-from .backend import Registers
+from .backend import Registers, thread_name
 from .ptrace import Snapshot, thread_ids
 
 SYS_PERF_EVENT_OPEN = 298  # x86-64
@@ -235,11 +235,7 @@ class PerfSampler:
         return self.rings
 
     def thread_name(self, tid: int) -> str | None:
-        try:
-            with open(f"/proc/{self.pid}/task/{tid}/comm") as fh:
-                return fh.read().strip() or None
-        except OSError:
-            return None
+        return thread_name(self.pid, tid)
 
     # -- reading --------------------------------------------------------------
 

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import TargetMemoryError, V8DbgError
-from .backend import Mapping, Registers, ThreadInfo, proc_map_lines
+from .backend import Mapping, Registers, ThreadInfo, proc_map_lines, thread_name
 from .disasm import Disassembly, disassemble
 
 PTRACE_CONT = 7
@@ -240,11 +240,7 @@ class Tracer:
         self.threads[tid] = th
 
     def thread_name(self, tid: int) -> str | None:
-        try:
-            with open(f"/proc/{self.pid}/task/{tid}/comm") as fh:
-                return fh.read().strip() or None
-        except OSError:
-            return None
+        return thread_name(self.pid, tid)
 
     def on_cpu(self, tid: int) -> bool:
         """True when the thread is running or runnable (state R), not blocked."""

@@ -391,6 +391,27 @@ class _Collector:
         self.prof.threads = sorted(self.by_tid.values(), key=lambda t: (not t.main, t.tid))
 
 
+def _sample_frames(sampler: StackSampler, backend, snap, role: dict[int, bool], main_tid: int,
+                   release: Callable[[int], None]) -> list[ProfileFrame] | None:
+    """One sample's frames, decoded from its registers and stack copy; None for
+    a thread that runs no isolate (decided at its first sample, then let go)."""
+    tid = snap.tid
+    backend.use(snap)
+    try:
+        frames, v8 = sampler.decode(snap.regs)
+    finally:
+        backend.use(None)
+    if tid not in role:
+        role[tid] = tid == main_tid or sampler.runs_isolate(frames, v8)
+        if not role[tid]:
+            release(tid)  # not a JavaScript thread: let it be
+    if not role[tid]:
+        return None
+    if not sampler.native:
+        frames = [f for f in frames if f.kind != "native"]
+    return frames
+
+
 def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | None,
         all_threads: bool, idle: bool) -> Profile:
     """Sample until `duration` passes, the target exits, or SIGINT/SIGTERM.
@@ -430,22 +451,11 @@ def run(tracer, sampler: StackSampler, backend, rate: float, duration: float | N
                 use(snap)
 
     def use(snap, classify: bool = False) -> None:
-        tid, on_cpu = snap.tid, snap.on_cpu
-        backend.use(snap)
-        try:
-            frames, v8 = sampler.decode(snap.regs)
-        finally:
-            backend.use(None)
-        if tid not in role:
-            role[tid] = tid == tracer.pid or sampler.runs_isolate(frames, v8)
-            if not role[tid]:
-                tracer.release(tid)  # not a JavaScript thread: let it be
-        if classify or not role[tid]:
+        frames = _sample_frames(sampler, backend, snap, role, tracer.pid, tracer.release)
+        if classify or frames is None:
             return
         prof.held_ns.append(snap.held_ns)
-        if not sampler.native:
-            frames = [f for f in frames if f.kind != "native"]
-        record(tid, frames, on_cpu)
+        record(snap.tid, frames, snap.on_cpu)
 
     with _Stop() as stop:
         try:
@@ -518,22 +528,11 @@ def run_perf(perf, sampler: StackSampler, backend, rate: float, duration: float 
     start = 0.0
 
     def use(snap) -> None:
-        tid = snap.tid
-        if tid in perf.released:
+        if snap.tid in perf.released:
             return
-        backend.use(snap)
-        try:
-            frames, v8 = sampler.decode(snap.regs)
-        finally:
-            backend.use(None)
-        if tid not in role:
-            role[tid] = tid == perf.pid or sampler.runs_isolate(frames, v8)
-            if not role[tid]:
-                perf.release(tid)  # not a JavaScript thread: let it be
-                return
-        if not sampler.native:
-            frames = [f for f in frames if f.kind != "native"]
-        col.record(tid, frames, True)
+        frames = _sample_frames(sampler, backend, snap, role, perf.pid, perf.release)
+        if frames is not None:
+            col.record(snap.tid, frames, True)
 
     ran: dict[int, int] = {}  # tid -> its CPU time (ns) when sampling started or it was found
 

@@ -131,6 +131,19 @@ TRANSIENT_STRONG = " / IdentityMapBase"
 
 
 @lru_cache(maxsize=8)
+@lru_cache(maxsize=None)
+def devtools_tree(path: Path):
+    """V8's snapshot at path and its dominator tree as v8dbg computes it,
+    checked node by node against Chrome DevTools' own loader."""
+    from v8dbg.heap import dominators as D
+    snap = read(path)
+    ref = devtools(path)
+    tree = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, ref.self_sizes, 0,
+                            snap.weakmap_table_edges())
+    assert (tree.retained == ref.retained).all()
+    return snap, tree
+
+
 def transient(path: Path) -> "Counter[str]":
     """Per name, the snapshot's object nodes that only the call writing the
     snapshot kept alive: reached from the root only through `(Handle scope)`,

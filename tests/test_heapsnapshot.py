@@ -152,11 +152,7 @@ def devtools_by_name(path: Path) -> dict[str, int]:
     """Per name of NAMES: the retained size Chrome DevTools' loader gives that
     name's objects together (those no other of them dominates)."""
     from v8dbg.heap import dominators as D
-    snap = heapsnapshot.read(path)
-    ref = heapsnapshot.devtools(path)
-    tree = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, ref.self_sizes, 0,
-                            snap.weakmap_table_edges())
-    assert (tree.retained == ref.retained).all()
+    snap, tree = heapsnapshot.devtools_tree(path)
     idx = np.flatnonzero(snap.types == snap.node_types.index("object"))
     sel = [i for i in idx.tolist() if snap.name(i) in NAMES]
     got = D.set_retained(tree, np.asarray(sel, np.int64), [NAMES.index(snap.name(i)) for i in sel])

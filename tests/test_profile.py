@@ -108,8 +108,9 @@ def speedscope_ok(doc: dict) -> None:
             assert st and all(isinstance(i, int) and 0 <= i < len(frames) for i in st)
 
 
-def leaf_lines(doc: dict, file_suffix: str) -> tuple[collections.Counter, int]:
-    """Samples per line of the innermost frame when it is in `file_suffix`."""
+def leaf_counts(doc: dict, file_suffix: str, key: str) -> tuple[collections.Counter, int]:
+    """Samples per `key` ("name" or "line") of the innermost frame when it is
+    in `file_suffix`, and the number of samples."""
     frames = doc["shared"]["frames"]
     c: collections.Counter = collections.Counter()
     total = 0
@@ -118,7 +119,7 @@ def leaf_lines(doc: dict, file_suffix: str) -> tuple[collections.Counter, int]:
             total += 1
             leaf = frames[st[-1]]  # root first: the leaf is last
             if leaf.get("file", "").endswith(file_suffix):
-                c[leaf.get("line")] += 1
+                c[leaf.get(key)] += 1
     return c, total
 
 
@@ -147,20 +148,6 @@ def v8_lines(cpuprofile: dict, file_suffix: str, start: float,
             for pt in n.get("positionTicks", []):
                 c[pt["line"]] += pt["ticks"] * share
     return c, float(sum(inside.values()))
-
-
-def leaf_functions(doc: dict, file_suffix: str) -> tuple[collections.Counter, int]:
-    """Samples per function of the innermost frame when it is in `file_suffix`."""
-    frames = doc["shared"]["frames"]
-    c: collections.Counter = collections.Counter()
-    total = 0
-    for p in doc["profiles"]:
-        for st in p["samples"]:
-            total += 1
-            leaf = frames[st[-1]]
-            if leaf.get("file", "").endswith(file_suffix):
-                c[leaf["name"]] += 1
-    return c, total
 
 
 def throughput(progress: Path, a: float, b: float) -> tuple[float, float]:
@@ -271,7 +258,7 @@ def test_shares_at_99_hz_match_cpu_prof(version: str, sampler: str) -> None:
     assert f"through {sampler}" in p.stderr.splitlines()[0], p.stderr
     speedscope_ok(doc)
     assert [pr["name"] for pr in doc["profiles"]] == [f"main thread {node.pid}"]
-    ours, total = leaf_functions(doc, "profile_hot.js")
+    ours, total = leaf_counts(doc, "profile_hot.js", "name")
     assert total == s["samples"]
     # Sampling ended just before the profile was written and the profiler
     # exited. V8 files inlined code under its caller (round), but by the
@@ -291,7 +278,7 @@ def test_shares_at_99_hz_match_cpu_prof(version: str, sampler: str) -> None:
         a = 100.0 * ours[name] / total
         b = 100.0 * theirs[name] / v8_total
         report.append(f"{name}: v8dbg {a:.1f}%, V8 {b:.1f}%")
-    by_line, _ = leaf_lines(doc, "profile_hot.js")
+    by_line, _ = leaf_counts(doc, "profile_hot.js", "line")
     lineless = 100.0 * by_line[None] / total
     report.append(f"in the fixture without a line {lineless:.1f}%")
     print("; ".join(report))

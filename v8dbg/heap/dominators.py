@@ -14,16 +14,15 @@ program holds is not charged to roots of the VM or the debugger). A node no
 retaining edge reaches (held only weakly, or only by a cycle of garbage) is
 hung from the root, as DevTools does.
 
-The dominator tree is the semi-NCA form of Lengauer-Tarjan (semidominators by
-path compression, then each immediate dominator as the nearest common
-ancestor of the DFS parent and the semidominator), which gives the same
-unique tree as DevTools' Lengauer-Tarjan. Its loops run over typed arrays
-(array.array), 8 bytes an entry, not Python lists of int objects.
+The dominator tree is computed by the iterative algorithm of Cooper, Harvey
+and Kennedy, every pass over all nodes at once in NumPy (see
+`dominator_tree`): the same unique tree as DevTools' Lengauer-Tarjan, in
+arrays of a few bytes per node and edge, with no Python loop per node or
+edge; the loops left are per breadth-first level and per pass.
 """
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +39,7 @@ class DominatorTree:
 
     idom: Any  # uint32 per node: its immediate dominator (the root's is the root)
     retained: Any  # uint64 per node: bytes it keeps alive, itself included
-    order: Any  # uint32: nodes in DFS preorder; each node's dominator comes before it
+    order: Any  # uint32: nodes breadth first from the root; each node's dominator comes before it
     hung_from_root: int  # nodes no retaining edge reaches, hung from the root
     tin: Any  # uint32 per node: its place in a preorder of the dominator tree
     subtree: Any  # uint32 per node: how many nodes it dominates, itself included
@@ -108,155 +107,243 @@ def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining
     return ok
 
 
+def _levels(np, first, to, n: int, starts, level, lv0: int):
+    """Breadth first from `starts` over the CSR (first, to), marking level[] (-1:
+    not reached); the nodes found, level by level. Each level is one step in
+    NumPy: its edges at once, a node kept once (the first edge to it wins)."""
+    front = np.asarray(starts, np.int64)
+    level[front] = lv0
+    out = [front]
+    lv = lv0
+    while len(front):
+        check_interrupted()
+        lv += 1
+        t = to[expand(np, first, front)]
+        t = t[level[t] < 0]
+        # Keep each node once: the last write of a scatter wins, so scatter backwards.
+        r = np.arange(len(t), dtype=np.int64)
+        level[t[::-1]] = -2 - r[::-1]
+        t = t[level[t] == -2 - r]
+        level[t] = lv
+        out.append(t.astype(np.int64))
+        front = out[-1]
+    return np.concatenate(out)
+
+
+def _sort_small(np, keys, top: int):
+    """Stable argsort of integer keys in [0, top] (below 2**32): radix passes of 16
+    bits, which NumPy sorts in linear time, not a comparison sort."""
+    o = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    if top >= 1 << 16:
+        o = o[np.argsort((keys[o] >> 16).astype(np.uint16), kind="stable")]
+    return o
+
+
+def _meet(np, x, y, dom) -> None:
+    """Nearest common ancestors of the pairs (x[i], y[i]) in the tree `dom`, into x.
+
+    Nodes are numbered so that a node's parent has a smaller number: of two
+    different nodes, the greater is never the other's ancestor, so it moves up."""
+    k = np.flatnonzero(x != y)
+    while len(k):
+        check_interrupted()
+        xx, yy = x[k], y[k]
+        up = xx > yy
+        xx = np.where(up, dom[xx], xx)
+        yy = np.where(up, yy, dom[yy])
+        x[k], y[k] = xx, yy
+        k = k[xx != yy]
+
+
 def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
-    """Immediate dominators (semi-NCA) and retained sizes over the essential edges."""
+    """Immediate dominators and retained sizes over the essential edges.
+
+    The iterative algorithm of Cooper, Harvey and Kennedy, each pass over all
+    nodes at once in NumPy: nodes numbered breadth first (a dominator is on every
+    path, the shortest too, so it has a smaller level), every node's candidate
+    starts as a predecessor of a smaller level, and each pass sets a node's
+    candidate to the nearest common ancestor of its predecessors in the tree of
+    candidates, until nothing changes (the same unique tree as Lengauer-Tarjan).
+    A node with one predecessor has it as immediate dominator, and is never
+    looked at again; nodes with the same two predecessors are met once; a pass
+    recomputes only nodes a predecessor of which moved in the tree.
+    """
     np = _np()
     n = len(first_edge) - 1
-    fe = first_edge.astype(np.int64)
+    fe = np.asarray(first_edge, np.int64)
     keep = np.flatnonzero(essential)
-    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(fe))[keep]
-    dst = edge_to[keep].astype(np.int64)
-    # Successors over essential edges only, as Python lists for the DFS.
+    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(fe))[keep]
+    dst = np.asarray(edge_to)[keep].astype(np.int32)
+    del keep
+    loop = src == dst
+    if loop.any():
+        src, dst = src[~loop], dst[~loop]
+    del loop
     sfirst = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=sfirst[1:])
-    succ = array('q', dst.astype(np.int64).tobytes())
-    sfirst_l = array('q', sfirst.astype(np.int64).tobytes())
-    del keep
 
-    # DFS preorder numbers from 1 (0: not reached), parent as numbers.
-    num = array('q', bytes(8 * n))
-    vertex = array('q', [0])  # number -> node
-    parent = array('q', [0])  # number -> parent's number
-    nxt = array('q', sfirst_l)  # next successor slot of each node on the DFS stack
+    # Levels: breadth first from the root; then what only weak edges hold (no
+    # predecessor at all), each such node hung from the root; then what is left
+    # (cycles of garbage), each node on its own under the root.
+    level = np.full(n, -1, np.int64)
+    order = _levels(np, sfirst, dst, n, [root], level, 0)
+    indeg = np.bincount(dst, minlength=n)
+    hung = np.zeros(0, np.int64)
+    if len(order) < n:
+        free = np.flatnonzero((indeg == 0) & (level < 0))
+        free = free[free != root]
+        more = _levels(np, sfirst, dst, n, free, level, 1) if len(free) else free
+        cycles = np.flatnonzero(level < 0)
+        level[cycles] = 1
+        hung = np.concatenate([free, cycles])
+        order = np.concatenate([order, more, cycles])
+        lv = level[order]
+        order = order[_sort_small(np, lv, int(lv.max()))]
+        del lv
+    hung_count = len(hung)
+    del sfirst
+    num = np.empty(n, np.int32)  # node -> number (order: number -> node)
+    num[order] = np.arange(n, dtype=np.int32)
+    lvl = level[order]
+    del level
+    bounds = np.flatnonzero(np.diff(lvl)) + 1  # where each level starts, after level 0
+    spans = list(zip(bounds.tolist(), bounds[1:].tolist() + [n]))
+    del lvl, bounds
 
-    def dfs(start: int, par: int) -> None:
-        num[start] = len(vertex)
-        vertex.append(start)
-        parent.append(par)
-        stack = [start]
-        while stack:
-            v = stack[-1]
-            i, end = nxt[v], sfirst_l[v + 1]
-            while i < end:
-                w = succ[i]
-                i += 1
-                if not num[w]:
-                    nxt[v] = i
-                    num[w] = len(vertex)
-                    vertex.append(w)
-                    parent.append(num[v])
-                    stack.append(w)
-                    break
-            else:
-                nxt[v] = end
-                stack.pop()
-                if len(vertex) & 0xFFFF == 0:
-                    check_interrupted()
+    # Candidates: a node's one predecessor; for more, the smallest (a level before).
+    dom = np.zeros(n, np.int32)
+    one = np.zeros(n, np.int32)
+    one[dst] = src  # right where the node has one predecessor
+    dom[num] = num[one]
+    del one
+    fixed = np.ones(n, bool)
+    fixed[num[dst]] = False
+    fixed[num[dst[indeg[dst] == 1]]] = True
+    fixed[num[hung]] = True  # the root is among their predecessors: the root
+    dom[num[hung]] = 0
+    fixed[0] = True
+    dom[0] = 0
+    sel = ~fixed[num[dst]]
+    ms = num[src[sel]]
+    md = num[dst[sel]]
+    del src, dst, sel, indeg, hung
+    o = _sort_small(np, md, n)
+    ms, md = ms[o], md[o]
+    del o
+    many = np.flatnonzero(~fixed)  # by number, ascending, as md is sorted
+    del fixed
+    cnt = np.bincount(md, minlength=n)[many]
+    del md
+    seg = np.zeros(len(many) + 1, np.int64)
+    np.cumsum(cnt, out=seg[1:])
+    if len(many):
+        dom[many] = np.minimum.reduceat(ms, seg[:-1])
 
-    dfs(root, 0)
-    has_pred = np.zeros(n, bool)
-    has_pred[dst] = True
-    hung: list[int] = []
-    if len(vertex) - 1 < n:
-        # Held by nothing that retains (only weakly): each a tree of its own under the root.
-        for v in np.flatnonzero(~has_pred).tolist():
-            if not num[v] and v != root:
-                hung.append(v)
-                dfs(v, 1)
-        # Garbage cycles: each node on its own under the root.
-        for v in range(n):
-            if not num[v]:
-                hung.append(v)
-                num[v] = len(vertex)
-                vertex.append(v)
-                parent.append(1)
-    nxt = succ = sfirst_l = array('q')  # (freed: the DFS is done)
+    # Nodes with two predecessors: each distinct pair met once.
+    two = cnt == 2
+    pn = many[two]
+    pa, pb = ms[seg[:-1][two]], ms[seg[:-1][two] + 1]
+    key = np.minimum(pa, pb).astype(np.int64) * n + np.maximum(pa, pb)
+    del pa, pb
+    key, pinv = np.unique(key, return_inverse=True)
+    ua, ub = (key // n).astype(np.int32), (key % n).astype(np.int32)
+    del key
+    # The others: their predecessors met pairwise, in rounds of a fixed schedule.
+    rest = ~two
+    rn = many[rest]
+    rcnt = cnt[rest]
+    rsel = np.repeat(rest, cnt)
+    rms = ms[rsel]
+    del ms, rsel, rest, two, cnt, seg, many
+    rseg = np.zeros(len(rn) + 1, np.int64)
+    np.cumsum(rcnt, out=rseg[1:])
+    segof = np.repeat(np.arange(len(rn), dtype=np.int32), rcnt)
+    pos = np.arange(len(rms), dtype=np.int64) - rseg[:-1][segof]
+    rounds = []
+    r = 1
+    while len(rcnt) and r < int(rcnt.max()):
+        i = np.flatnonzero((pos % (2 * r) == 0) & (pos + r < rcnt[segof]))
+        rounds.append((r, i, segof[i]))
+        r *= 2
+    del pos, segof, rcnt
 
-    # Predecessors by DFS number, with the root added for the nodes hung from it.
-    numa = np.frombuffer(num, np.int64)
-    psrc = numa[src]
-    pdst = numa[dst]
-    del src, dst
-    if hung:
-        psrc = np.concatenate([psrc, np.ones(len(hung), np.int64)])
-        pdst = np.concatenate([pdst, numa[np.asarray(hung, np.int64)]])
-    o = np.argsort(pdst, kind="stable")
-    preds = array('q', psrc[o].astype(np.int64).tobytes())
-    pfirst = np.zeros(n + 2, np.int64)
-    np.cumsum(np.bincount(pdst, minlength=n + 1), out=pfirst[1:])
-    pfirst_l = array('q', pfirst.tobytes())
-    del o, psrc, pdst, pfirst
+    moved = None
+    while True:
+        check_interrupted()
+        if moved is None:
+            pdirty = np.ones(len(ua), bool)
+            rdirty = np.ones(len(rn), bool)
+        else:
+            # Moved in the tree: what moved, and everything under it, level by level.
+            for a, b in spans:
+                moved[a:b] |= moved[dom[a:b]]
+            pdirty = moved[ua] | moved[ub]
+            rdirty = np.logical_or.reduceat(moved[rms], rseg[:-1]) if len(rn) else \
+                np.zeros(0, bool)
+        x, y = ua[pdirty], ub[pdirty]
+        _meet(np, x, y, dom)
+        pres = dom[pn]
+        got = np.full(len(ua), -1, np.int32)
+        got[pdirty] = x
+        pw = got[pinv] >= 0
+        pres[pw] = got[pinv][pw]
+        a_ = rms.copy()
+        for r, i, s in rounds:
+            i = i[rdirty[s]]
+            x, y = a_[i], a_[i + r]
+            _meet(np, x, y, dom)
+            a_[i] = x
+        rres = dom[rn]
+        rres[rdirty] = a_[rseg[:-1][rdirty]]
+        moved = np.zeros(n, bool)
+        moved[pn] = pres != dom[pn]
+        moved[rn] = rres != dom[rn]
+        if not moved.any():
+            break
+        dom[pn] = pres
+        dom[rn] = rres
+    del moved, ua, ub, pinv, rms, rounds
 
-    semi = array('q', range(n + 1))
-    label = array('q', semi)
-    anc = array('q', bytes(8 * (n + 1)))
-    stack2: list[int] = []
-    for w in range(n, 1, -1):
-        s = semi[w]
-        for j in range(pfirst_l[w], pfirst_l[w + 1]):
-            v = preds[j]
-            if anc[v]:
-                # eval(v): compress v's path in the linked forest, take its minimum.
-                if anc[anc[v]]:
-                    u = v
-                    while anc[anc[u]]:
-                        stack2.append(u)
-                        u = anc[u]
-                    while stack2:
-                        u = stack2.pop()
-                        a = anc[u]
-                        if semi[label[a]] < semi[label[u]]:
-                            label[u] = label[a]
-                        anc[u] = anc[a]
-                c = semi[label[v]]
-            else:
-                c = v  # not yet processed: its own number (it precedes w)
-            if c < s:
-                s = c
-        semi[w] = s
-        anc[w] = parent[w]
-        if w & 0xFFFF == 0:
-            check_interrupted()
-    del label, anc, preds, pfirst_l
+    # Children of each node, by number: kids[kfirst[v]:kfirst[v+1]].
+    kids = _sort_small(np, dom[1:], n) + 1
+    kfirst = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dom[1:], minlength=n), out=kfirst[1:])
+    # Retained sizes and subtree counts: deepest level first, each node's
+    # children (all of a deeper level, done) summed into it.
+    ret = np.asarray(sizes, np.uint64)[order]
+    sub = np.ones(n, np.int64)
+    for a, b in reversed([(0, 1)] + spans):
+        check_interrupted()
+        k0, k1 = int(kfirst[a]), int(kfirst[b])
+        if k0 == k1:
+            continue
+        at = kfirst[a:b + 1] - k0
+        k = kids[k0:k1]
+        for arr in (ret, sub):
+            c = np.zeros(k1 - k0 + 1, arr.dtype)
+            np.cumsum(arr[k], out=c[1:])
+            arr[a:b] += c[at[1:]] - c[at[:-1]]
+    # Preorder places in the dominator tree: a node's subtree is tin .. tin+subtree-1,
+    # siblings in the order of their numbers.
+    ends = np.cumsum(sub[kids])
+    before = ends - sub[kids]  # nodes of the subtrees of the siblings before, and of earlier parents
+    off = np.zeros(n, np.int64)
+    off[kids] = before - before[kfirst[dom[kids]]]
+    del kids, kfirst, ends, before
+    tin = np.zeros(n, np.int64)
+    for a, b in spans:
+        tin[a:b] = tin[dom[a:b]] + 1 + off[a:b]
+    del off
 
-    idom_num = array('q', bytes(8 * (n + 1)))
-    idom_num[1] = 1
-    for w in range(2, n + 1):
-        d = parent[w]
-        s = semi[w]
-        while d > s:
-            d = idom_num[d]
-        idom_num[w] = d
-    semi = parent = array('q')
-
-    vert = np.frombuffer(vertex, np.int64)
-    idn = np.frombuffer(idom_num, np.int64)
     idom = np.empty(n, np.uint32)
-    idom[vert[1:]] = vert[idn[1:]]
-    # Retained sizes: each node added into its dominator, deepest numbers first.
-    ret = array('Q', np.asarray(sizes, np.uint64)[vert].tobytes())  # by DFS number (index 0 unused)
-    idl = idom_num
-    sub = array('q', [1]) * (n + 1)
-    for w in range(n, 1, -1):
-        d = idl[w]
-        ret[d] += ret[w]
-        sub[d] += sub[w]
-    # Preorder places in the dominator tree: a node's subtree is tin .. tin+subtree-1.
-    tin = array('q', bytes(8 * (n + 1)))
-    slot = array('q', [1]) * (n + 1)
-    for w in range(2, n + 1):
-        d = idl[w]
-        t = tin[w] = slot[d]
-        slot[d] = t + sub[w]
-        slot[w] = t + 1
-    del slot
+    idom[order] = order[dom]
     retained = np.empty(n, np.uint64)
-    retained[vert[1:]] = np.frombuffer(ret, np.uint64)[1:]
+    retained[order] = ret
     tin_a = np.empty(n, np.uint32)
-    tin_a[vert[1:]] = np.frombuffer(tin, np.int64)[1:]
+    tin_a[order] = tin
     sub_a = np.empty(n, np.uint32)
-    sub_a[vert[1:]] = np.frombuffer(sub, np.int64)[1:]
-    return DominatorTree(idom, retained, vert[1:].astype(np.uint32), len(hung), tin_a, sub_a)
+    sub_a[order] = sub
+    return DominatorTree(idom, retained, order.astype(np.uint32), hung_count, tin_a, sub_a)
 
 
 def set_retained(tree: DominatorTree, members, group) -> Any:

@@ -261,10 +261,14 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
     pos = np.arange(len(rms), dtype=np.int64) - rseg[:-1][segof]
     rounds = []
     r = 1
-    while len(rcnt) and r < int(rcnt.max()):
-        i = np.flatnonzero((pos % (2 * r) == 0) & (pos + r < rcnt[segof]))
+    i = np.flatnonzero(pos % 2 == 0)  # the left ends of this round's pairs, and more
+    while len(i):
+        i = i[pos[i] + r < rcnt[segof[i]]]
+        if not len(i):
+            break
         rounds.append((r, i, segof[i]))
         r *= 2
+        i = i[pos[i] % (2 * r) == 0]
     del pos, segof, rcnt
 
     moved = None

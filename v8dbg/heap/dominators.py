@@ -57,15 +57,29 @@ def _np():
         raise V8DbgError("retained sizes need NumPy (python3-numpy)") from None
 
 
-def expand(np, first_edge, nodes):
-    """The edge indices of `nodes`, concatenated (CSR ranges at C speed)."""
+# Edges a breadth-first step takes at once: its temporaries (a few 8-byte
+# arrays of this length) stay some tens of MB however wide a level is.
+STEP_EDGES = 1 << 21
+
+
+def expand(np, first_edge, nodes, limit: int = 0):
+    """The edge indices of `nodes`, in order, in pieces of at most `limit` edges
+    (CSR ranges at C speed, in bounded memory: one node may have millions)."""
+    limit = limit or STEP_EDGES
     starts = first_edge[nodes].astype(np.int64)
     counts = first_edge[nodes + 1].astype(np.int64) - starts
-    total = int(counts.sum())
-    if not total:
-        return np.zeros(0, np.int64)
-    offs = np.repeat(starts - np.cumsum(counts) + counts, counts)
-    return offs + np.arange(total, dtype=np.int64)
+    cum = np.cumsum(counts)
+    total = int(cum[-1]) if len(cum) else 0
+    for p0 in range(0, total, limit):
+        p1 = min(p0 + limit, total)
+        i0 = int(np.searchsorted(cum, p0, side="right"))
+        i1 = int(np.searchsorted(cum, p1 - 1, side="right")) + 1
+        s, c = starts[i0:i1].copy(), counts[i0:i1].copy()
+        skip = p0 - (int(cum[i0]) - int(counts[i0]))
+        s[0] += skip
+        c[0] -= skip
+        c[-1] -= int(cum[i1 - 1]) - p1
+        yield np.repeat(s - np.cumsum(c) + c, c) + np.arange(p1 - p0, dtype=np.int64)
 
 
 def reach(np, first_edge, edge_to, starts, usable):
@@ -76,12 +90,14 @@ def reach(np, first_edge, edge_to, starts, usable):
     seen[front] = True
     while len(front):
         check_interrupted()
-        e = expand(np, first_edge, front)
-        e = e[usable[e]]
-        to = np.unique(edge_to[e])
-        to = to[~seen[to]]
-        seen[to] = True
-        front = to.astype(np.int64)
+        found = []
+        for e in expand(np, first_edge, front):
+            e = e[usable[e]]
+            to = np.unique(edge_to[e])
+            to = to[~seen[to]]
+            seen[to] = True
+            found.append(to.astype(np.int64))
+        front = np.concatenate(found) if found else front[:0]
     return seen
 
 
@@ -118,15 +134,18 @@ def _levels(np, first, to, n: int, starts, level, lv0: int):
     while len(front):
         check_interrupted()
         lv += 1
-        t = to[expand(np, first, front)]
-        t = t[level[t] < 0]
-        # Keep each node once: the last write of a scatter wins, so scatter backwards.
-        r = np.arange(len(t), dtype=np.int64)
-        level[t[::-1]] = -2 - r[::-1]
-        t = t[level[t] == -2 - r]
-        level[t] = lv
-        out.append(t.astype(np.int64))
-        front = out[-1]
+        found = []
+        for e in expand(np, first, front):
+            t = to[e]
+            t = t[level[t] < 0]
+            # Keep each node once: the last write of a scatter wins, so scatter backwards.
+            r = np.arange(len(t), dtype=np.int64)
+            level[t[::-1]] = -2 - r[::-1]
+            t = t[level[t] == -2 - r]
+            level[t] = lv
+            found.append(t.astype(np.int64))
+        front = np.concatenate(found) if found else front[:0]
+        out.append(front)
     return np.concatenate(out)
 
 

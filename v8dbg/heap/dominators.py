@@ -64,22 +64,25 @@ STEP_EDGES = 1 << 21
 
 def expand(np, first_edge, nodes, limit: int = 0):
     """The edge indices of `nodes`, in order, in pieces of at most `limit` edges
-    (CSR ranges at C speed, in bounded memory: one node may have millions)."""
+    (CSR ranges at C speed, in bounded memory: a level may hold millions of
+    nodes, one node millions of edges)."""
     limit = limit or STEP_EDGES
-    starts = first_edge[nodes].astype(np.int64)
-    counts = first_edge[nodes + 1].astype(np.int64) - starts
-    cum = np.cumsum(counts)
-    total = int(cum[-1]) if len(cum) else 0
-    for p0 in range(0, total, limit):
-        p1 = min(p0 + limit, total)
-        i0 = int(np.searchsorted(cum, p0, side="right"))
-        i1 = int(np.searchsorted(cum, p1 - 1, side="right")) + 1
-        s, c = starts[i0:i1].copy(), counts[i0:i1].copy()
-        skip = p0 - (int(cum[i0]) - int(counts[i0]))
-        s[0] += skip
-        c[0] -= skip
-        c[-1] -= int(cum[i1 - 1]) - p1
-        yield np.repeat(s - np.cumsum(c) + c, c) + np.arange(p1 - p0, dtype=np.int64)
+    for q in range(0, len(nodes), limit):
+        part = nodes[q:q + limit]
+        starts = first_edge[part].astype(np.int64, copy=False)
+        counts = first_edge[part + 1].astype(np.int64, copy=False) - starts
+        cum = np.cumsum(counts)
+        total = int(cum[-1]) if len(cum) else 0
+        for p0 in range(0, total, limit):
+            p1 = min(p0 + limit, total)
+            i0 = int(np.searchsorted(cum, p0, side="right"))
+            i1 = int(np.searchsorted(cum, p1 - 1, side="right")) + 1
+            s, c = starts[i0:i1].copy(), counts[i0:i1].copy()
+            skip = p0 - (int(cum[i0]) - int(counts[i0]))
+            s[0] += skip
+            c[0] -= skip
+            c[-1] -= int(cum[i1 - 1]) - p1
+            yield np.repeat(s - np.cumsum(c) + c, c) + np.arange(p1 - p0, dtype=np.int64)
 
 
 def reach(np, first_edge, edge_to, starts, usable):

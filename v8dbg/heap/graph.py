@@ -325,7 +325,7 @@ def reach(g: Graph) -> tuple[Any, Any]:
             u, first = np.unique(t, return_index=True)
             parent[u] = idx[first]
             seen[u] = True
-            found.append(u.astype(np.int64))
+            found.append(u)  # node indices as edges hold them: 32 bits
         frontier = np.concatenate(found) if found else frontier[:0]
         if len(found) > 1:
             frontier.sort()

@@ -18,11 +18,14 @@ The dominator tree is computed by the iterative algorithm of Cooper, Harvey
 and Kennedy, every pass over all nodes at once in NumPy (see
 `dominator_tree`): the same unique tree as DevTools' Lengauer-Tarjan, in
 arrays of a few bytes per node and edge, with no Python loop per node or
-edge; the loops left are per breadth-first level and per pass.
+edge; the loops left are per breadth-first level and per pass. A graph of
+very many levels (long linked lists) is left to semi-NCA Lengauer-Tarjan
+over typed arrays (`_deep_tree`), whose cost does not grow with depth.
 """
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +129,15 @@ def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining
     return ok
 
 
+class _TooDeep(Exception):
+    """More breadth-first levels than the passes in NumPy do well."""
+
+
+# Past this many breadth-first levels (a linked list of thousands of objects),
+# the dominator tree is the one of `_deep_tree`.
+MAX_LEVELS = 4096
+
+
 def _levels(np, first, to, n: int, starts, level, lv0: int):
     """Breadth first from `starts` over the CSR (first, to), marking level[] (-1:
     not reached); the nodes found, level by level. Each level is one step in
@@ -137,6 +149,8 @@ def _levels(np, first, to, n: int, starts, level, lv0: int):
     while len(front):
         check_interrupted()
         lv += 1
+        if lv > MAX_LEVELS:
+            raise _TooDeep
         found = []
         for e in expand(np, first, front):
             t = to[e]
@@ -178,6 +192,16 @@ def _meet(np, x, y, dom) -> None:
 
 
 def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
+    """Immediate dominators and retained sizes over the essential edges: in NumPy
+    passes (`_wide_tree`), or for a graph of more than MAX_LEVELS breadth-first
+    levels, by `_deep_tree`."""
+    try:
+        return _wide_tree(first_edge, edge_to, essential, sizes, root)
+    except _TooDeep:
+        return _deep_tree(first_edge, edge_to, essential, sizes, root)
+
+
+def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
     """Immediate dominators and retained sizes over the essential edges.
 
     The iterative algorithm of Cooper, Harvey and Kennedy, each pass over all
@@ -370,6 +394,161 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
     sub_a = np.empty(n, np.uint32)
     sub_a[order] = sub
     return DominatorTree(idom, retained, order.astype(np.uint32), hung_count, tin_a, sub_a)
+
+
+def _deep_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
+    """Immediate dominators (semi-NCA Lengauer-Tarjan, its loops over typed arrays)
+    and retained sizes, for a graph too deep for the passes in NumPy: each
+    breadth-first level costs those some tens of microseconds, this about a
+    microsecond per edge, however deep."""
+    np = _np()
+    n = len(first_edge) - 1
+    fe = first_edge.astype(np.int64)
+    keep = np.flatnonzero(essential)
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(fe))[keep]
+    dst = edge_to[keep].astype(np.int64)
+    # Successors over essential edges only, as Python lists for the DFS.
+    sfirst = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=sfirst[1:])
+    succ = array('q', dst.astype(np.int64).tobytes())
+    sfirst_l = array('q', sfirst.astype(np.int64).tobytes())
+    del keep
+
+    # DFS preorder numbers from 1 (0: not reached), parent as numbers.
+    num = array('q', bytes(8 * n))
+    vertex = array('q', [0])  # number -> node
+    parent = array('q', [0])  # number -> parent's number
+    nxt = array('q', sfirst_l)  # next successor slot of each node on the DFS stack
+
+    def dfs(start: int, par: int) -> None:
+        num[start] = len(vertex)
+        vertex.append(start)
+        parent.append(par)
+        stack = [start]
+        while stack:
+            v = stack[-1]
+            i, end = nxt[v], sfirst_l[v + 1]
+            while i < end:
+                w = succ[i]
+                i += 1
+                if not num[w]:
+                    nxt[v] = i
+                    num[w] = len(vertex)
+                    vertex.append(w)
+                    parent.append(num[v])
+                    stack.append(w)
+                    break
+            else:
+                nxt[v] = end
+                stack.pop()
+                if len(vertex) & 0xFFFF == 0:
+                    check_interrupted()
+
+    dfs(root, 0)
+    has_pred = np.zeros(n, bool)
+    has_pred[dst] = True
+    hung: list[int] = []
+    if len(vertex) - 1 < n:
+        # Held by nothing that retains (only weakly): each a tree of its own under the root.
+        for v in np.flatnonzero(~has_pred).tolist():
+            if not num[v] and v != root:
+                hung.append(v)
+                dfs(v, 1)
+        # Garbage cycles: each node on its own under the root.
+        for v in range(n):
+            if not num[v]:
+                hung.append(v)
+                num[v] = len(vertex)
+                vertex.append(v)
+                parent.append(1)
+    nxt = succ = sfirst_l = array('q')  # (freed: the DFS is done)
+
+    # Predecessors by DFS number, with the root added for the nodes hung from it.
+    numa = np.frombuffer(num, np.int64)
+    psrc = numa[src]
+    pdst = numa[dst]
+    del src, dst
+    if hung:
+        psrc = np.concatenate([psrc, np.ones(len(hung), np.int64)])
+        pdst = np.concatenate([pdst, numa[np.asarray(hung, np.int64)]])
+    o = np.argsort(pdst, kind="stable")
+    preds = array('q', psrc[o].astype(np.int64).tobytes())
+    pfirst = np.zeros(n + 2, np.int64)
+    np.cumsum(np.bincount(pdst, minlength=n + 1), out=pfirst[1:])
+    pfirst_l = array('q', pfirst.tobytes())
+    del o, psrc, pdst, pfirst
+
+    semi = array('q', range(n + 1))
+    label = array('q', semi)
+    anc = array('q', bytes(8 * (n + 1)))
+    stack2: list[int] = []
+    for w in range(n, 1, -1):
+        s = semi[w]
+        for j in range(pfirst_l[w], pfirst_l[w + 1]):
+            v = preds[j]
+            if anc[v]:
+                # eval(v): compress v's path in the linked forest, take its minimum.
+                if anc[anc[v]]:
+                    u = v
+                    while anc[anc[u]]:
+                        stack2.append(u)
+                        u = anc[u]
+                    while stack2:
+                        u = stack2.pop()
+                        a = anc[u]
+                        if semi[label[a]] < semi[label[u]]:
+                            label[u] = label[a]
+                        anc[u] = anc[a]
+                c = semi[label[v]]
+            else:
+                c = v  # not yet processed: its own number (it precedes w)
+            if c < s:
+                s = c
+        semi[w] = s
+        anc[w] = parent[w]
+        if w & 0xFFFF == 0:
+            check_interrupted()
+    del label, anc, preds, pfirst_l
+
+    idom_num = array('q', bytes(8 * (n + 1)))
+    idom_num[1] = 1
+    for w in range(2, n + 1):
+        d = parent[w]
+        s = semi[w]
+        while d > s:
+            d = idom_num[d]
+        idom_num[w] = d
+    semi = parent = array('q')
+
+    vert = np.frombuffer(vertex, np.int64)
+    idn = np.frombuffer(idom_num, np.int64)
+    idom = np.empty(n, np.uint32)
+    idom[vert[1:]] = vert[idn[1:]]
+    # Retained sizes: each node added into its dominator, deepest numbers first.
+    ret = array('Q', np.asarray(sizes, np.uint64)[vert].tobytes())  # by DFS number (index 0 unused)
+    idl = idom_num
+    sub = array('q', [1]) * (n + 1)
+    for w in range(n, 1, -1):
+        d = idl[w]
+        ret[d] += ret[w]
+        sub[d] += sub[w]
+    # Preorder places in the dominator tree: a node's subtree is tin .. tin+subtree-1.
+    tin = array('q', bytes(8 * (n + 1)))
+    slot = array('q', [1]) * (n + 1)
+    for w in range(2, n + 1):
+        d = idl[w]
+        t = tin[w] = slot[d]
+        slot[d] = t + sub[w]
+        slot[w] = t + 1
+    del slot
+    retained = np.empty(n, np.uint64)
+    retained[vert[1:]] = np.frombuffer(ret, np.uint64)[1:]
+    tin_a = np.empty(n, np.uint32)
+    tin_a[vert[1:]] = np.frombuffer(tin, np.int64)[1:]
+    sub_a = np.empty(n, np.uint32)
+    sub_a[vert[1:]] = np.frombuffer(sub, np.int64)[1:]
+    return DominatorTree(idom, retained, vert[1:].astype(np.uint32), len(hung), tin_a, sub_a)
+
 
 
 def set_retained(tree: DominatorTree, members, group) -> Any:

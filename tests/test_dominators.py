@@ -31,8 +31,13 @@ def mixed_snapshot(version: str):
     return make_core(version, "census_mixed.js") / "mixed.heapsnapshot"
 
 
+@pytest.mark.parametrize("deep", [False, True], ids=["numpy", "deep"])
 @pytest.mark.parametrize("version", VERSIONS)
-def test_every_node_as_devtools(version):
+def test_every_node_as_devtools(version, deep, monkeypatch):
+    """Both ways of making the tree: the NumPy passes, and the one for graphs
+    of very many breadth-first levels (forced here with a bound of one level)."""
+    if deep:
+        monkeypatch.setattr(D, "MAX_LEVELS", 1)
     path = mixed_snapshot(version)
     snap = heapsnapshot.read(path)
     ref = heapsnapshot.devtools(path)
@@ -92,3 +97,45 @@ def test_set_retained_counts_nothing_twice():
     assert bool(t.dominates(1, 4)) and not bool(t.dominates(2, 5)) and bool(t.dominates(0, 5))
     got = D.set_retained(t, [1, 4, 2, 3, 5, 4], [0, 0, 1, 1, 2, 3])
     assert got.tolist() == [11, 2 + 4, 16, 8]
+
+
+def test_steps_in_bounded_pieces(monkeypatch):
+    """Breadth-first steps take a level's edges a bounded piece at a time: every
+    edge once and in order, whatever the bound, and the same tree from pieces
+    of a few hundred edges as from one piece (a real heap: node 24's mixed one)."""
+    first = np.asarray([0, 3, 3, 10, 12], np.int64)
+    nodes = np.asarray([0, 1, 2, 3, 2], np.int64)
+    want = np.concatenate([np.arange(first[i], first[i + 1]) for i in nodes])
+    for limit in (1, 2, 3, 5, 7, 100):
+        pieces = list(D.expand(np, first, nodes, limit))
+        assert all(len(p) <= limit for p in pieces)
+        assert np.concatenate(pieces).tolist() == want.tolist()
+    snap = heapsnapshot.read(mixed_snapshot("24.21.0"))
+    sizes = np.ones(len(snap.ids), np.uint64)
+    whole = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, sizes)
+    monkeypatch.setattr(D, "STEP_EDGES", 300)
+    pieces = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, sizes)
+    assert (pieces.idom == whole.idom).all() and (pieces.retained == whole.retained).all()
+    assert len(snap.ids) > 50_000
+
+
+def test_a_long_chain_either_way(monkeypatch):
+    """A linked list 20,000 long (each link also held back by the next, all of
+    them holding one shared node): past MAX_LEVELS levels the tree is made the
+    other way, and both ways give each link the one before as dominator."""
+    P = D.EDGE_PROPERTY
+    n = 20_002
+    edges = [(0, 1, P), (0, 2, P)]
+    for k in range(2, n - 1):
+        edges += [(k, k + 1, P), (k, 1, P), (k, k - 1 if k > 2 else 1, P)]
+    edges.append((n - 1, 1, P))
+    first, to, typ = _graph(n, edges)
+    sizes = np.ones(n, np.uint64)
+    trees = []
+    for bound in (10 ** 9, 4096):
+        monkeypatch.setattr(D, "MAX_LEVELS", bound)
+        t = D.retained_sizes(first, to, typ, sizes)
+        assert t.idom[3:].tolist() == list(range(2, n - 1)) and t.idom[1] == 0
+        assert t.retained[2] == n - 2 and t.retained[0] == n
+        trees.append(t)
+    assert (trees[0].subtree == trees[1].subtree).all()

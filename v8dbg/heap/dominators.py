@@ -14,11 +14,13 @@ program holds is not charged to roots of the VM or the debugger). A node no
 retaining edge reaches (held only weakly, or only by a cycle of garbage) is
 hung from the root, as DevTools does.
 
-The dominator tree is the semi-NCA form of Lengauer-Tarjan (semidominators by
-path compression, then each immediate dominator as the nearest common
-ancestor of the DFS parent and the semidominator), which gives the same
-unique tree as DevTools' Lengauer-Tarjan. Its loops run over typed arrays
-(array.array), 8 bytes an entry, not Python lists of int objects.
+The dominator tree is computed by the iterative algorithm of Cooper, Harvey
+and Kennedy, every pass over all nodes at once in NumPy (see
+`dominator_tree`): the same unique tree as DevTools' Lengauer-Tarjan, in
+arrays of a few bytes per node and edge, with no Python loop per node or
+edge; the loops left are per breadth-first level and per pass. A graph of
+very many levels (long linked lists) is left to semi-NCA Lengauer-Tarjan
+over typed arrays (`_deep_tree`), whose cost does not grow with depth.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class DominatorTree:
 
     idom: Any  # uint32 per node: its immediate dominator (the root's is the root)
     retained: Any  # uint64 per node: bytes it keeps alive, itself included
-    order: Any  # uint32: nodes in DFS preorder; each node's dominator comes before it
+    order: Any  # uint32: nodes breadth first from the root; each node's dominator comes before it
     hung_from_root: int  # nodes no retaining edge reaches, hung from the root
     tin: Any  # uint32 per node: its place in a preorder of the dominator tree
     subtree: Any  # uint32 per node: how many nodes it dominates, itself included
@@ -58,15 +60,32 @@ def _np():
         raise V8DbgError("retained sizes need NumPy (python3-numpy)") from None
 
 
-def expand(np, first_edge, nodes):
-    """The edge indices of `nodes`, concatenated (CSR ranges at C speed)."""
-    starts = first_edge[nodes].astype(np.int64)
-    counts = first_edge[nodes + 1].astype(np.int64) - starts
-    total = int(counts.sum())
-    if not total:
-        return np.zeros(0, np.int64)
-    offs = np.repeat(starts - np.cumsum(counts) + counts, counts)
-    return offs + np.arange(total, dtype=np.int64)
+# Edges a breadth-first step takes at once: its temporaries (a few 8-byte
+# arrays of this length) stay some tens of MB however wide a level is.
+STEP_EDGES = 1 << 21
+
+
+def expand(np, first_edge, nodes, limit: int = 0):
+    """The edge indices of `nodes`, in order, in pieces of at most `limit` edges
+    (CSR ranges at C speed, in bounded memory: a level may hold millions of
+    nodes, one node millions of edges)."""
+    limit = limit or STEP_EDGES
+    for q in range(0, len(nodes), limit):
+        part = nodes[q:q + limit]
+        starts = first_edge[part].astype(np.int64, copy=False)
+        counts = first_edge[part + 1].astype(np.int64, copy=False) - starts
+        cum = np.cumsum(counts)
+        total = int(cum[-1]) if len(cum) else 0
+        for p0 in range(0, total, limit):
+            p1 = min(p0 + limit, total)
+            i0 = int(np.searchsorted(cum, p0, side="right"))
+            i1 = int(np.searchsorted(cum, p1 - 1, side="right")) + 1
+            s, c = starts[i0:i1].copy(), counts[i0:i1].copy()
+            skip = p0 - (int(cum[i0]) - int(counts[i0]))
+            s[0] += skip
+            c[0] -= skip
+            c[-1] -= int(cum[i1 - 1]) - p1
+            yield np.repeat(s - np.cumsum(c) + c, c) + np.arange(p1 - p0, dtype=np.int64)
 
 
 def reach(np, first_edge, edge_to, starts, usable):
@@ -77,12 +96,14 @@ def reach(np, first_edge, edge_to, starts, usable):
     seen[front] = True
     while len(front):
         check_interrupted()
-        e = expand(np, first_edge, front)
-        e = e[usable[e]]
-        to = np.unique(edge_to[e])
-        to = to[~seen[to]]
-        seen[to] = True
-        front = to.astype(np.int64)
+        found = []
+        for e in expand(np, first_edge, front):
+            e = e[usable[e]]
+            to = np.unique(edge_to[e])
+            to = to[~seen[to]]
+            seen[to] = True
+            found.append(to.astype(np.int64))
+        front = np.concatenate(found) if found else front[:0]
     return seen
 
 
@@ -108,8 +129,278 @@ def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining
     return ok
 
 
+class _TooDeep(Exception):
+    """More breadth-first levels than the passes in NumPy do well."""
+
+
+# Past this many breadth-first levels (a linked list of thousands of objects),
+# the dominator tree is the one of `_deep_tree`.
+MAX_LEVELS = 4096
+
+
+def _levels(np, first, to, n: int, starts, level, lv0: int):
+    """Breadth first from `starts` over the CSR (first, to), marking level[] (-1:
+    not reached); the nodes found, level by level. Each level is one step in
+    NumPy: its edges at once, a node kept once (the first edge to it wins)."""
+    front = np.asarray(starts, np.int64)
+    level[front] = lv0
+    out = [front]
+    lv = lv0
+    while len(front):
+        check_interrupted()
+        lv += 1
+        if lv > MAX_LEVELS:
+            raise _TooDeep
+        found = []
+        for e in expand(np, first, front):
+            t = to[e]
+            t = t[level[t] < 0]
+            # Keep each node once: the last write of a scatter wins, so scatter backwards.
+            r = np.arange(len(t), dtype=np.int64)
+            level[t[::-1]] = -2 - r[::-1]
+            t = t[level[t] == -2 - r]
+            level[t] = lv
+            found.append(t.astype(np.int64))
+        front = np.concatenate(found) if found else front[:0]
+        out.append(front)
+    return np.concatenate(out)
+
+
+def _sort_small(np, keys, top: int):
+    """Stable argsort of integer keys in [0, top] (below 2**32): radix passes of 16
+    bits, which NumPy sorts in linear time, not a comparison sort."""
+    o = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    if top >= 1 << 16:
+        o = o[np.argsort((keys[o] >> 16).astype(np.uint16), kind="stable")]
+    return o
+
+
+def _meet(np, x, y, dom) -> None:
+    """Nearest common ancestors of the pairs (x[i], y[i]) in the tree `dom`, into x.
+
+    Nodes are numbered so that a node's parent has a smaller number: of two
+    different nodes, the greater is never the other's ancestor, so it moves up."""
+    k = np.flatnonzero(x != y)
+    while len(k):
+        check_interrupted()
+        xx, yy = x[k], y[k]
+        up = xx > yy
+        xx = np.where(up, dom[xx], xx)
+        yy = np.where(up, yy, dom[yy])
+        x[k], y[k] = xx, yy
+        k = k[xx != yy]
+
+
 def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
-    """Immediate dominators (semi-NCA) and retained sizes over the essential edges."""
+    """Immediate dominators and retained sizes over the essential edges: in NumPy
+    passes (`_wide_tree`), or for a graph of more than MAX_LEVELS breadth-first
+    levels, by `_deep_tree`."""
+    try:
+        return _wide_tree(first_edge, edge_to, essential, sizes, root)
+    except _TooDeep:
+        return _deep_tree(first_edge, edge_to, essential, sizes, root)
+
+
+def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
+    """Immediate dominators and retained sizes over the essential edges.
+
+    The iterative algorithm of Cooper, Harvey and Kennedy, each pass over all
+    nodes at once in NumPy: nodes numbered breadth first (a dominator is on every
+    path, the shortest too, so it has a smaller level), every node's candidate
+    starts as a predecessor of a smaller level, and each pass sets a node's
+    candidate to the nearest common ancestor of its predecessors in the tree of
+    candidates, until nothing changes (the same unique tree as Lengauer-Tarjan).
+    A node with one predecessor has it as immediate dominator, and is never
+    looked at again; nodes with the same two predecessors are met once; a pass
+    recomputes only nodes a predecessor of which moved in the tree.
+    """
+    np = _np()
+    n = len(first_edge) - 1
+    fe = np.asarray(first_edge, np.int64)
+    keep = np.flatnonzero(essential)
+    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(fe))[keep]
+    dst = np.asarray(edge_to)[keep].astype(np.int32)
+    del keep
+    loop = src == dst
+    if loop.any():
+        src, dst = src[~loop], dst[~loop]
+    del loop
+    sfirst = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=sfirst[1:])
+
+    # Levels: breadth first from the root; then what only weak edges hold (no
+    # predecessor at all), each such node hung from the root; then what is left
+    # (cycles of garbage), each node on its own under the root.
+    level = np.full(n, -1, np.int64)
+    order = _levels(np, sfirst, dst, n, [root], level, 0)
+    indeg = np.bincount(dst, minlength=n)
+    hung = np.zeros(0, np.int64)
+    if len(order) < n:
+        free = np.flatnonzero((indeg == 0) & (level < 0))
+        free = free[free != root]
+        more = _levels(np, sfirst, dst, n, free, level, 1) if len(free) else free
+        cycles = np.flatnonzero(level < 0)
+        level[cycles] = 1
+        hung = np.concatenate([free, cycles])
+        order = np.concatenate([order, more, cycles])
+        lv = level[order]
+        order = order[_sort_small(np, lv, int(lv.max()))]
+        del lv
+    hung_count = len(hung)
+    del sfirst
+    num = np.empty(n, np.int32)  # node -> number (order: number -> node)
+    num[order] = np.arange(n, dtype=np.int32)
+    lvl = level[order]
+    del level
+    bounds = np.flatnonzero(np.diff(lvl)) + 1  # where each level starts, after level 0
+    spans = list(zip(bounds.tolist(), bounds[1:].tolist() + [n]))
+    del lvl, bounds
+
+    # Candidates: a node's one predecessor; for more, the smallest (a level before).
+    dom = np.zeros(n, np.int32)
+    one = np.zeros(n, np.int32)
+    one[dst] = src  # right where the node has one predecessor
+    dom[num] = num[one]
+    del one
+    fixed = np.ones(n, bool)
+    fixed[num[dst]] = False
+    fixed[num[dst[indeg[dst] == 1]]] = True
+    fixed[num[hung]] = True  # the root is among their predecessors: the root
+    dom[num[hung]] = 0
+    fixed[0] = True
+    dom[0] = 0
+    sel = ~fixed[num[dst]]
+    ms = num[src[sel]]
+    md = num[dst[sel]]
+    del src, dst, sel, indeg, hung
+    o = _sort_small(np, md, n)
+    ms, md = ms[o], md[o]
+    del o
+    many = np.flatnonzero(~fixed)  # by number, ascending, as md is sorted
+    del fixed
+    cnt = np.bincount(md, minlength=n)[many]
+    del md
+    seg = np.zeros(len(many) + 1, np.int64)
+    np.cumsum(cnt, out=seg[1:])
+    if len(many):
+        dom[many] = np.minimum.reduceat(ms, seg[:-1])
+
+    # Nodes with two predecessors: each distinct pair met once.
+    two = cnt == 2
+    pn = many[two]
+    pa, pb = ms[seg[:-1][two]], ms[seg[:-1][two] + 1]
+    key = np.minimum(pa, pb).astype(np.int64) * n + np.maximum(pa, pb)
+    del pa, pb
+    key, pinv = np.unique(key, return_inverse=True)
+    ua, ub = (key // n).astype(np.int32), (key % n).astype(np.int32)
+    del key
+    # The others: their predecessors met pairwise, in rounds of a fixed schedule.
+    rest = ~two
+    rn = many[rest]
+    rcnt = cnt[rest]
+    rsel = np.repeat(rest, cnt)
+    rms = ms[rsel]
+    del ms, rsel, rest, two, cnt, seg, many
+    rseg = np.zeros(len(rn) + 1, np.int64)
+    np.cumsum(rcnt, out=rseg[1:])
+    segof = np.repeat(np.arange(len(rn), dtype=np.int32), rcnt)
+    pos = np.arange(len(rms), dtype=np.int64) - rseg[:-1][segof]
+    rounds = []
+    r = 1
+    i = np.flatnonzero(pos % 2 == 0)  # the left ends of this round's pairs, and more
+    while len(i):
+        i = i[pos[i] + r < rcnt[segof[i]]]
+        if not len(i):
+            break
+        rounds.append((r, i, segof[i]))
+        r *= 2
+        i = i[pos[i] % (2 * r) == 0]
+    del pos, segof, rcnt
+
+    moved = None
+    while True:
+        check_interrupted()
+        if moved is None:
+            pdirty = np.ones(len(ua), bool)
+            rdirty = np.ones(len(rn), bool)
+        else:
+            # Moved in the tree: what moved, and everything under it, level by level.
+            for a, b in spans:
+                moved[a:b] |= moved[dom[a:b]]
+            pdirty = moved[ua] | moved[ub]
+            rdirty = np.logical_or.reduceat(moved[rms], rseg[:-1]) if len(rn) else \
+                np.zeros(0, bool)
+        x, y = ua[pdirty], ub[pdirty]
+        _meet(np, x, y, dom)
+        pres = dom[pn]
+        got = np.full(len(ua), -1, np.int32)
+        got[pdirty] = x
+        pw = got[pinv] >= 0
+        pres[pw] = got[pinv][pw]
+        a_ = rms.copy()
+        for r, i, s in rounds:
+            i = i[rdirty[s]]
+            x, y = a_[i], a_[i + r]
+            _meet(np, x, y, dom)
+            a_[i] = x
+        rres = dom[rn]
+        rres[rdirty] = a_[rseg[:-1][rdirty]]
+        moved = np.zeros(n, bool)
+        moved[pn] = pres != dom[pn]
+        moved[rn] = rres != dom[rn]
+        if not moved.any():
+            break
+        dom[pn] = pres
+        dom[rn] = rres
+    del moved, ua, ub, pinv, rms, rounds
+
+    # Children of each node, by number: kids[kfirst[v]:kfirst[v+1]].
+    kids = _sort_small(np, dom[1:], n) + 1
+    kfirst = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dom[1:], minlength=n), out=kfirst[1:])
+    # Retained sizes and subtree counts: deepest level first, each node's
+    # children (all of a deeper level, done) summed into it.
+    ret = np.asarray(sizes, np.uint64)[order]
+    sub = np.ones(n, np.int64)
+    for a, b in reversed([(0, 1)] + spans):
+        check_interrupted()
+        k0, k1 = int(kfirst[a]), int(kfirst[b])
+        if k0 == k1:
+            continue
+        at = kfirst[a:b + 1] - k0
+        k = kids[k0:k1]
+        for arr in (ret, sub):
+            c = np.zeros(k1 - k0 + 1, arr.dtype)
+            np.cumsum(arr[k], out=c[1:])
+            arr[a:b] += c[at[1:]] - c[at[:-1]]
+    # Preorder places in the dominator tree: a node's subtree is tin .. tin+subtree-1,
+    # siblings in the order of their numbers.
+    ends = np.cumsum(sub[kids])
+    before = ends - sub[kids]  # nodes of the subtrees of the siblings before, and of earlier parents
+    off = np.zeros(n, np.int64)
+    off[kids] = before - before[kfirst[dom[kids]]]
+    del kids, kfirst, ends, before
+    tin = np.zeros(n, np.int64)
+    for a, b in spans:
+        tin[a:b] = tin[dom[a:b]] + 1 + off[a:b]
+    del off
+
+    idom = np.empty(n, np.uint32)
+    idom[order] = order[dom]
+    retained = np.empty(n, np.uint64)
+    retained[order] = ret
+    tin_a = np.empty(n, np.uint32)
+    tin_a[order] = tin
+    sub_a = np.empty(n, np.uint32)
+    sub_a[order] = sub
+    return DominatorTree(idom, retained, order.astype(np.uint32), hung_count, tin_a, sub_a)
+
+
+def _deep_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
+    """Immediate dominators (semi-NCA Lengauer-Tarjan, its loops over typed arrays)
+    and retained sizes, for a graph too deep for the passes in NumPy: each
+    breadth-first level costs those some tens of microseconds, this about a
+    microsecond per edge, however deep."""
     np = _np()
     n = len(first_edge) - 1
     fe = first_edge.astype(np.int64)
@@ -257,6 +548,7 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Domi
     sub_a = np.empty(n, np.uint32)
     sub_a[vert[1:]] = np.frombuffer(sub, np.int64)[1:]
     return DominatorTree(idom, retained, vert[1:].astype(np.uint32), len(hung), tin_a, sub_a)
+
 
 
 def set_retained(tree: DominatorTree, members, group) -> Any:

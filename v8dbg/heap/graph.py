@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted
 from . import census, roots
+from .dominators import expand
 from .walk import (K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2, REUSE_BYTES, NumpyPages, Walker,
                    _code_owners)
 
@@ -199,7 +200,9 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     for p in pages:
         check_interrupted()
         starts, sizes, maps = _page_objects(np, prog, p, nw if p.owner not in code else None)
-        per_page.append((starts.astype(np.int64), sizes.astype(np.int64),
+        # Word indices and sizes in words fit 32 bits (a page is far smaller
+        # than 16 GB): half the memory held between the passes.
+        per_page.append((starts.astype(np.int32), sizes.astype(np.int32),
                          _data_kinds(np, w, maps)))
         count += len(starts)
         if count > MAX_NODES:
@@ -217,10 +220,12 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     for p, (starts, sizes, _dk) in zip(pages, per_page):
         node_addr[k:k + len(starts)] = starts.astype(np.uint64) * np.uint64(8) + \
             np.uint64(p.start + 1)
-        node_size[k:k + len(starts)] = sizes * 8
+        node_size[k:k + len(starts)] = sizes.astype(np.uint32) * np.uint32(8)
         k += len(starts)
     n = len(node_addr)
-    degree = np.zeros(n, dtype=np.int64)
+    # Each node's degree, made the CSR offsets in place once all are known.
+    first_edge = np.zeros(n + 1, dtype=np.int64)
+    degree = first_edge[1:]
 
     def resolve(vals):
         i = np.minimum(np.searchsorted(node_addr, vals), n - 1)
@@ -261,8 +266,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         done += p.end - p.start
         if progress is not None:
             progress.update(done, total)
-    first_edge = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(degree, out=first_edge[1:])
+    np.cumsum(degree, out=degree)
     del degree
     edge_to = _cat(np, to_p, np.uint32)
     edge_type = _cat(np, type_p, np.uint8)
@@ -310,23 +314,21 @@ def reach(g: Graph) -> tuple[Any, Any]:
             frontier = np.array([late.pop(0)], dtype=np.int64)
             parent[frontier] = fe[0] + frontier - 1  # the root's edge to that group
             continue
-        s = fe[frontier]
-        cnt = fe[frontier + 1] - s
-        tot = int(cnt.sum())
-        if not tot:
-            frontier = frontier[:0]
-            continue
-        # The edge indices of the whole frontier, in order, at once.
-        off = np.repeat(s - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
-        idx = off + np.arange(tot, dtype=np.int64)
-        idx = idx[ty[idx] != E_WEAK]
-        t = to[idx].astype(np.int64)
-        new = ~seen[t]
-        idx, t = idx[new], t[new]
-        u, first = np.unique(t, return_index=True)
-        parent[u] = idx[first]
-        seen[u] = True
-        frontier = u
+        # The frontier's edges in order, a bounded piece at a time: a node is
+        # found by the first of them that reaches it.
+        found = []
+        for idx in expand(np, fe, frontier):
+            idx = idx[ty[idx] != E_WEAK]
+            t = to[idx]
+            new = ~seen[t]
+            idx, t = idx[new], t[new]
+            u, first = np.unique(t, return_index=True)
+            parent[u] = idx[first]
+            seen[u] = True
+            found.append(u)  # node indices as edges hold them: 32 bits
+        frontier = np.concatenate(found) if found else frontier[:0]
+        if len(found) > 1:
+            frontier.sort()
     g._reach, g._parent = seen, parent
     return seen, parent
 

@@ -36,11 +36,17 @@ class Group:
 
 def live_maps(prog: Program, heap: int) -> list[census.MapStats]:
     """The census's maps with only the objects some GC root reaches (all of
-    them where reachability cannot be told), in the census's order."""
+    them where reachability cannot be told), in the census's order; made once
+    per heap, as every row's members are taken from it."""
+    got = prog.heap_state.live.get(heap)
+    if got is not None:
+        return got
     c = census.of(prog, heap)
     r = graph.reachable(prog, heap)
     if r.addresses is None:
-        return list(c.maps.values())
+        out = list(c.maps.values())
+        prog.heap_state.live[heap] = out
+        return out
     out = []
     for st in c.maps.values():
         a = r.addresses.get(st.map, st.addresses)
@@ -49,6 +55,7 @@ def live_maps(prog: Program, heap: int) -> list[census.MapStats]:
             continue
         per = st.size // st.count if st.count else 0
         out.append(census.MapStats(st.map, st.instance_type, per * len(a), len(a), a))
+    prog.heap_state.live[heap] = out
     return out
 
 

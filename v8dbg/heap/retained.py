@@ -32,9 +32,9 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
     t = getattr(g, "_dominators", None)
     if t is None:
         seen, _ = graphmod.reach(g)
-        src = np.repeat(np.arange(g.nodes, dtype=np.int64), np.diff(g.first_edge))
-        ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, ~seen[src])
-        del src
+        garbage_edge = np.repeat(~seen, np.diff(g.first_edge))  # an edge from garbage
+        ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, garbage_edge)
+        del garbage_edge
         t = dominator_tree(g.first_edge, g.edge_to, ess, g.node_size, 0)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t

@@ -22,3 +22,4 @@ class HeapState:
     functions: dict[int, list] = field(default_factory=dict)  # Heap address -> function rows
     graphs: dict[int, Any] = field(default_factory=dict)  # Heap address -> its Graph
     reachable: dict[int, Any] = field(default_factory=dict)  # Heap address -> Reachable
+    live: dict[int, list] = field(default_factory=dict)  # Heap address -> its live maps

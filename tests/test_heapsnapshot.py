@@ -19,6 +19,8 @@ core). On each line, v8dbg's file of that core is compared with V8's:
   nodes and node's `Node / ...` ones: C++ memory, not V8's heap), the
   (GC roots) sub-roots v8dbg does not enumerate. The edges into those are
   left out with them: v8dbg's files hold 55-80 % of V8's edges;
+- `system / JSArrayBufferData` nodes (sizes and `backing_store` edges)
+  as V8's, but for the buffers only the call writing V8's file held;
 - Chrome DevTools' own loader loads the file, and its retained sizes of the
   leak's classes equal, within 2 %, those it computes from V8's file, on
   every line. (They did not, 30-45 % low on 18-22, before the file had
@@ -145,6 +147,43 @@ def test_counts_per_type(version):
     for key in ("record", "user", "body", "byId", "all"):
         assert names[key] >= 1, key
     assert names["record"] == LEAK_N
+
+
+def _buffer_data(snap: heapsnapshot.Snapshot) -> tuple[Counter, Counter]:
+    """Self sizes of the `system / JSArrayBufferData` nodes (a Counter), and
+    per ArrayBuffer object the kinds, names and targets' types and names of
+    its edges to them."""
+    sizes: Counter = Counter()
+    edges: Counter = Counter()
+    for i in range(len(snap.ids)):
+        if snap.name(i) == "system / JSArrayBufferData":
+            sizes[int(snap.sizes[i])] += 1
+        elif snap.name(i) == "ArrayBuffer" and snap.type(i) == "object":
+            for e in range(int(snap.first_edge[i]), int(snap.first_edge[i + 1])):
+                t = int(snap.edge_to[e])
+                if snap.name(t) == "system / JSArrayBufferData":
+                    kind = snap.edge_types[int(snap.edge_type[e])]
+                    edges[(kind, snap.strings[int(snap.edge_name[e])], snap.type(t))] += 1
+    return sizes, edges
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_array_buffer_data(version):
+    """Each ArrayBuffer's off-heap bytes a `native` node `system / JSArrayBufferData`
+    of self size its byte length, behind an `internal` `backing_store` edge, as
+    in V8's file: the same nodes, sizes and edges, but for the buffers only the
+    call writing V8's file held."""
+    mine, mine_edges = _buffer_data(heapsnapshot.read(written(version)[0]))
+    theirs, their_edges = _buffer_data(heapsnapshot.read(v8_file(version)))
+    held = heapsnapshot.transient(v8_file(version))["ArrayBuffer"]
+    assert not mine - theirs, (mine, theirs)
+    missing = theirs - mine
+    assert sum(missing.values()) <= held, (missing, held)
+    assert sum(mine.values()) >= 10
+    assert sum(k * n for k, n in mine.items()) == \
+        sum(k * n for k, n in theirs.items()) - sum(k * n for k, n in missing.items())
+    assert set(mine_edges) == set(their_edges) == {("internal", "backing_store", "native")}
+    assert sum(mine_edges.values()) == sum(mine.values())
 
 
 @lru_cache(maxsize=None)

@@ -222,6 +222,52 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
                  np.concatenate(to_p)[order], globals_)
 
 
+@dataclass
+class BufferData:
+    """V8's `system / JSArrayBufferData` nodes: one per backing store of a
+    kept ArrayBuffer (buffers sharing a store share the node), its self size
+    the buffer's byte length; and the buffers' `backing_store` edges to them
+    (`src` graph node -> `data` index into `stores`)."""
+
+    stores: list[int]
+    sizes: list[int]
+    src: Any  # int64 graph node of each buffer with a store
+    data: Any  # int64 index into stores
+
+
+def buffer_data(prog: Program, g: gmod.Graph, keep, node_map) -> BufferData:
+    """The backing stores of the kept ArrayBuffers, as V8's snapshot shows them
+    (an off-heap `native` node each, an `internal` edge from the buffer)."""
+    np = gmod.numpy()
+    h = prog.heap
+    abt = h.md.types.get("JS_ARRAY_BUFFER_TYPE")
+    stores: list[int] = []
+    sizes: list[int] = []
+    index: dict[int, int] = {}
+    src: list[int] = []
+    data: list[int] = []
+    if abt is not None:
+        objs = np.flatnonzero(keep & (np.arange(g.nodes) >= g.first_object))
+        um = np.unique(node_map[objs])
+        bm = [m for m in um.tolist() if _map_type(h, m) == abt]
+        for i in objs[np.isin(node_map[objs], bm)].tolist():
+            try:
+                store, n = prog.values.array_buffer_store(int(g.node_addr[i]))
+            except (DecodeError, TargetMemoryError):
+                continue
+            if not store:
+                continue
+            k = index.get(store)
+            if k is None:
+                k = index[store] = len(stores)
+                stores.append(store)
+                sizes.append(n)
+            src.append(i)
+            data.append(k)
+    return BufferData(stores, sizes, np.asarray(src, dtype=np.int64),
+                      np.asarray(data, dtype=np.int64))
+
+
 def _key_text(prog: Program, key: int) -> str:
     try:
         return prog.values.key_text(key, 200) or "?"

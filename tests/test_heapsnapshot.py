@@ -21,6 +21,7 @@ core). On each line, v8dbg's file of that core is compared with V8's:
   left out with them: v8dbg's files hold 55-80 % of V8's edges;
 - `system / JSArrayBufferData` nodes (sizes and `backing_store` edges)
   as V8's, but for the buffers only the call writing V8's file held;
+- context variables named (`context` edges) as V8 names them;
 - Chrome DevTools' own loader loads the file, and its retained sizes of the
   leak's classes equal, within 2 %, those it computes from V8's file, on
   every line. (They did not, 30-45 % low on 18-22, before the file had
@@ -184,6 +185,29 @@ def test_array_buffer_data(version):
         sum(k * n for k, n in theirs.items()) - sum(k * n for k, n in missing.items())
     assert set(mine_edges) == set(their_edges) == {("internal", "backing_store", "native")}
     assert sum(mine_edges.values()) == sum(mine.values())
+
+
+def _edge_names(snap: heapsnapshot.Snapshot, kind: str) -> Counter:
+    t = snap.edge_types.index(kind)
+    return Counter(snap.strings[int(snap.edge_name[e])]
+                   for e in np.flatnonzero(snap.edge_type == t).tolist())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_context_variables(version):
+    """A Context's variables are `context` edges named by its ScopeInfo, its
+    header slots `scope_info` and `previous`, as V8 names them: no name V8
+    does not give, and all but the edges to read-only space (true, false,
+    ... which v8dbg's file leaves out) of V8's."""
+    mine = heapsnapshot.read(written(version)[0])
+    theirs = heapsnapshot.read(v8_file(version))
+    a, b = _edge_names(mine, "context"), _edge_names(theirs, "context")
+    assert not a - b, a - b
+    assert sum(a.values()) >= 0.9 * sum(b.values()), (sum(a.values()), sum(b.values()))
+    assert a["key"] == b["key"] > 200 and a["require"] == b["require"]
+    ai, bi = _edge_names(mine, "internal"), _edge_names(theirs, "internal")
+    for name in ("scope_info", "previous"):
+        assert abs(ai[name] - bi[name]) <= 0.02 * bi[name], (name, ai[name], bi[name])
 
 
 @lru_cache(maxsize=None)

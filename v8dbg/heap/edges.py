@@ -11,6 +11,9 @@ names, in bulk, for whatever writes or shows them:
 - the map word: `internal` edge `map`, as V8 names it for every object;
 - an in-object property of a JS object, by its map's descriptors:
   `property` edge named by the property's key;
+- a Context's variables (function, script and module contexts), by its
+  ScopeInfo: `context` edges named by the variable; its first two slots
+  `internal` edges `scope_info` and `previous`;
 - every other strong slot: `hidden`, its index among the object's edges;
 - a weak slot: `weak`, likewise.
 
@@ -24,8 +27,7 @@ properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
 
-What V8 names besides (out-of-object properties, context variables,
-internal fields) stays `hidden` here: the edge exists, only its name is
+What V8 names besides (out-of-object properties, internal fields) stays `hidden` here: the edge exists, only its name is
 V8's index rather than its field name.
 """
 
@@ -100,6 +102,8 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
     is_map = heap & (off == 0) & (gtype != gmod.E_WEAK)
     kinds[is_map] = gmod.E_INTERNAL
     names[is_map] = strings.add("map")
+    _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
+                   strings)
     # In-object properties of JS objects, by each map's descriptors.
     cand = np.flatnonzero(heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src])
     if len(cand):
@@ -123,6 +127,85 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
 
 
 _cache: dict[tuple[int, int], dict[int, str]] = {}
+_scopes: dict[tuple[int, int], dict[int, str]] = {}
+_ctx_maps: dict[tuple[int, int], int] = {}
+
+# Contexts whose variables V8 names (declaration contexts; strict eval and
+# declaration-scope block contexts aside), and those that only get their
+# header slots named.
+_DECLARATION_CONTEXTS = ("FUNCTION_CONTEXT_TYPE", "SCRIPT_CONTEXT_TYPE", "MODULE_CONTEXT_TYPE")
+_NO, _HEADER, _VARIABLES = 0, 1, 2
+
+
+def _context_kind(prog: Program, m: int) -> int:
+    """Whether a map is a Context's, and whether V8 names its variables."""
+    key = (id(prog), m)
+    got = _ctx_maps.get(key)
+    if got is None:
+        h = prog.heap
+        t = _map_type(h, m)
+        name = h.type_name(t) if t >= 0 else ""
+        got = _NO
+        if name.endswith("CONTEXT_TYPE") and "INFO" not in name:
+            got = _VARIABLES if name in _DECLARATION_CONTEXTS else _HEADER
+        _ctx_maps[key] = got
+    return got
+
+
+def _scope_names(prog: Program, si: int) -> dict[int, str]:
+    """Byte offset in a Context -> variable name, from its ScopeInfo (read once
+    per ScopeInfo, by the reader closures' scopes use)."""
+    key = (id(prog), si)
+    got = _scopes.get(key)
+    if got is None:
+        from ..v8.scopes import ScopeInfo
+        if len(_scopes) > MAX_PROPERTY_MAPS:
+            _scopes.clear()
+        try:
+            got = {16 + 8 * loc.slot: loc.name
+                   for loc in ScopeInfo(prog.heap, prog.values.s, si).context_locals()}
+        except (DecodeError, TargetMemoryError):
+            got = {}
+        _scopes[key] = got
+    return got
+
+
+def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand, node_map,
+                   kinds, names, strings: StringTable) -> None:
+    """V8's names of a Context's slots: `scope_info` and `previous` (internal),
+    and in a declaration context each variable its ScopeInfo names (`context`
+    edges), as V8's ExtractContextReferences makes them."""
+    np = gmod.numpy()
+    sel = np.flatnonzero(cand & (gtype != gmod.E_WEAK))
+    if not len(sel):
+        return
+    maps = node_map[src[sel]]
+    um, inv = np.unique(maps, return_inverse=True)
+    kind = np.array([_context_kind(prog, int(m)) for m in um.tolist()], dtype=np.uint8)[inv]
+    sel, kind = sel[kind != _NO], kind[kind != _NO]
+    if not len(sel):
+        return
+    o = off[sel]
+    for at, label in ((16, "scope_info"), (24, "previous")):
+        hit = sel[o == at]
+        kinds[hit] = gmod.E_INTERNAL
+        names[hit] = strings.add(label)
+    var = sel[(kind == _VARIABLES) & (o > 24)]
+    if not len(var):
+        return
+    # Each context's ScopeInfo: the target of its edge at offset 16.
+    ctx = src[var]
+    first = np.flatnonzero(off[sel] == 16)
+    si_of = dict(zip(src[sel[first]].tolist(),
+                     g.node_addr[g.edge_to[sel[first] + lo].astype(np.int64)].tolist()))
+    for e, c in zip(var.tolist(), ctx.tolist()):
+        si = si_of.get(c)
+        if si is None:
+            continue
+        name = _scope_names(prog, int(si)).get(int(off[e]))
+        if name is not None:
+            kinds[e] = gmod.E_CONTEXT
+            names[e] = strings.add(name)
 
 
 def _names(prog: Program, m: int) -> dict[int, str]:

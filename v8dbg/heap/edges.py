@@ -27,8 +27,9 @@ properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
 
-What V8 names besides (out-of-object properties, internal fields) stays `hidden` here: the edge exists, only its name is
-V8's index rather than its field name.
+What V8 names besides (out-of-object properties, internal fields) stays
+`hidden` here: the edge exists, only its name is V8's index rather than
+its field name.
 """
 
 from __future__ import annotations

@@ -142,6 +142,10 @@ def test_counts_per_type(version):
     weak = mine.edge_types.index("weak")
     assert (mine.edge_type[mine.first_edge[2]:] != mine.edge_types.index("shortcut")).all()
     assert (mine.edge_type == weak).sum() > 0.5 * (theirs.edge_type == weak).sum()
+    # Weak edges are named by strings, as V8's: their numbers as digits, never
+    # some other string that index happens to hold.
+    wn = _edge_names(mine, "weak")
+    assert all(n.isdigit() for n in wn), [n for n in wn if not n.isdigit()][:5]
     prop = np.flatnonzero(mine.edge_type == mine.edge_types.index("property"))
     assert len(prop) > 0.25 * (theirs.edge_type == theirs.edge_types.index("property")).sum()
     names = Counter(mine.strings[int(mine.edge_name[e])] for e in prop.tolist())

@@ -51,8 +51,9 @@ class Typed:
     """Kinds and names of a set of the graph's edges (parallel arrays).
 
     `names` holds a string's index in `strings` for context, property,
-    internal and shortcut edges, and the number itself for element, hidden
-    and weak edges, as a .heapsnapshot's `name_or_index` does."""
+    internal, shortcut and weak edges (a weak edge's number as a string), and
+    the number itself for element and hidden edges, as a .heapsnapshot's
+    `name_or_index` does."""
 
     kinds: Any  # uint8, V8's HeapGraphEdge::Type
     names: Any  # uint32
@@ -103,6 +104,12 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
     is_map = heap & (off == 0) & (gtype != gmod.E_WEAK)
     kinds[is_map] = gmod.E_INTERNAL
     names[is_map] = strings.add("map")
+    # A weak edge's name is a string in V8's files, also when it is a number.
+    weak = np.flatnonzero(gtype == gmod.E_WEAK)
+    if len(weak):
+        nums, inv = np.unique(names[weak], return_inverse=True)
+        names[weak] = np.array([strings.add(str(x)) for x in nums.tolist()],
+                               dtype=np.uint32)[inv]
     _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
                    strings)
     # In-object properties of JS objects, by each map's descriptors.

@@ -15,7 +15,9 @@ names, in bulk, for whatever writes or shows them:
   ScopeInfo: `context` edges named by the variable; its first two slots
   `internal` edges `scope_info` and `previous`;
 - every other strong slot: `hidden`, its index among the object's edges;
-- a weak slot: `weak`, likewise.
+- a weak slot: `weak`, likewise, named as a string; a WeakRef's and a
+  WeakCell's by their field (`target`, `unregister_token`), an ephemeron
+  table's keys by their element index.
 
 Property names come from the map's descriptors (read once per map), so the
 typing costs one pass over the edges in NumPy and a dictionary per map.
@@ -110,6 +112,7 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
         nums, inv = np.unique(names[weak], return_inverse=True)
         names[weak] = np.array([strings.add(str(x)) for x in nums.tolist()],
                                dtype=np.uint32)[inv]
+        _weak_names(prog, weak[~synthetic[weak]], src, off, node_map, names, strings)
     _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
                    strings)
     # In-object properties of JS objects, by each map's descriptors.
@@ -135,6 +138,38 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
 
 
 _cache: dict[tuple[int, int], dict[int, str]] = {}
+_weak_maps: dict[tuple[int, int], str] = {}
+
+
+def _weak_names(prog: Program, weak, src, off, node_map, names, strings: StringTable) -> None:
+    """V8's names of the weak slots of a WeakRef (`target`), a WeakCell
+    (`target`, `unregister_token`) and an ephemeron table (its element index)."""
+    np = gmod.numpy()
+    if not len(weak):
+        return
+    md = prog.heap.md
+    maps = node_map[src[weak]]
+    for m in np.unique(maps).tolist():
+        key = (id(prog), int(m))
+        t = _weak_maps.get(key)
+        if t is None:
+            it = _map_type(prog.heap, int(m))
+            t = _weak_maps[key] = prog.heap.type_name(it) if it >= 0 else ""
+        sel = weak[maps == m]
+        o = off[sel].astype(np.int64)
+        if t == "JS_WEAK_REF_TYPE":
+            fields = {md.off("JSWeakRef", "target"): "target"}
+        elif t == "WEAK_CELL_TYPE":
+            fields = {md.off("WeakCell", "target"): "target",
+                      md.off("WeakCell", "unregister_token"): "unregister_token"}
+        elif t == "EPHEMERON_HASH_TABLE_TYPE":
+            for k, x in zip(sel.tolist(), ((o - 16) // 8).tolist()):
+                names[k] = strings.add(str(x))
+            continue
+        else:
+            continue
+        for at, label in fields.items():
+            names[sel[o == at]] = strings.add(label)
 _scopes: dict[tuple[int, int], dict[int, str]] = {}
 _ctx_maps: dict[tuple[int, int], int] = {}
 

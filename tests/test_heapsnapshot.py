@@ -22,7 +22,8 @@ core). On each line, v8dbg's file of that core is compared with V8's:
 - `system / JSArrayBufferData` nodes (sizes and `backing_store` edges)
   as V8's, but for the buffers only the call writing V8's file held;
 - context variables named (`context` edges) as V8 names them; WeakRefs'
-  and WeakCells' targets `weak` edges named `target`, as V8's;
+  and WeakCells' targets `weak` edges named `target`, a WeakMap's and a
+  WeakSet's keys `weak` edges of their table, as V8's;
 - Chrome DevTools' own loader loads the file, and its retained sizes of the
   leak's classes equal, within 2 %, those it computes from V8's file, on
   every line. (They did not, 30-45 % low on 18-22, before the file had
@@ -240,6 +241,34 @@ def test_weak_ref_and_cell_targets(version):
     assert mine == theirs, (mine, theirs)
     if version >= "22":
         assert mine[("WeakRef", "target", "weak")] > 0
+
+
+def _edges_into(snap: heapsnapshot.Snapshot, name: str) -> Counter:
+    """(edge type, source type) of the edges into `object` nodes named `name`."""
+    src = np.repeat(np.arange(len(snap.ids)), np.diff(snap.first_edge))
+    obj = snap.node_types.index("object")
+    hit = np.flatnonzero(np.isin(snap.edge_to, np.flatnonzero(
+        (snap.types == obj) & (snap.names == snap.strings.index(name)))))
+    return Counter((snap.edge_types[int(snap.edge_type[e])], snap.type(int(src[e])))
+                   for e in hit.tolist())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_weak_map_keys(version):
+    """A WeakMap's or WeakSet's table holds its keys by `weak` edges, as in V8's
+    file: census_mixed.js (test_census_snapshot's core) keys 20 WeakMaps and
+    10 WeakSets by Widgets."""
+    from test_census_snapshot import mixed_dir
+    d = mixed_dir(version)
+    out = _TMP / version / "mixed.heapsnapshot"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    p = _cli(version, d / "core", "-o", str(out))
+    assert p.returncode == 0, p.stderr.decode()
+    mine = _edges_into(heapsnapshot.read(out), "Widget")
+    theirs = _edges_into(heapsnapshot.read(d / "mixed.heapsnapshot"), "Widget")
+    weak = lambda c: sum(n for (t, _), n in c.items() if t == "weak")  # noqa: E731
+    assert weak(mine) == weak(theirs) == 30, (mine, theirs)
+    assert all(src == "hidden" for (t, src) in mine if t == "weak"), mine
 
 
 @lru_cache(maxsize=None)

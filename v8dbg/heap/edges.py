@@ -11,8 +11,13 @@ names, in bulk, for whatever writes or shows them:
 - the map word: `internal` edge `map`, as V8 names it for every object;
 - an in-object property of a JS object, by its map's descriptors:
   `property` edge named by the property's key;
+- a Context's variables (function, script and module contexts), by its
+  ScopeInfo: `context` edges named by the variable; its first two slots
+  `internal` edges `scope_info` and `previous`;
 - every other strong slot: `hidden`, its index among the object's edges;
-- a weak slot: `weak`, likewise.
+- a weak slot: `weak`, likewise, named as a string; a WeakRef's and a
+  WeakCell's by their field (`target`, `unregister_token`), an ephemeron
+  table's keys by their element index.
 
 Property names come from the map's descriptors (read once per map), so the
 typing costs one pass over the edges in NumPy and a dictionary per map.
@@ -24,9 +29,9 @@ properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
 
-What V8 names besides (out-of-object properties, context variables,
-internal fields) stays `hidden` here: the edge exists, only its name is
-V8's index rather than its field name.
+What V8 names besides (out-of-object properties, internal fields) stays
+`hidden` here: the edge exists, only its name is V8's index rather than
+its field name.
 """
 
 from __future__ import annotations
@@ -48,8 +53,9 @@ class Typed:
     """Kinds and names of a set of the graph's edges (parallel arrays).
 
     `names` holds a string's index in `strings` for context, property,
-    internal and shortcut edges, and the number itself for element, hidden
-    and weak edges, as a .heapsnapshot's `name_or_index` does."""
+    internal, shortcut and weak edges (a weak edge's number as a string), and
+    the number itself for element and hidden edges, as a .heapsnapshot's
+    `name_or_index` does."""
 
     kinds: Any  # uint8, V8's HeapGraphEdge::Type
     names: Any  # uint32
@@ -100,6 +106,15 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
     is_map = heap & (off == 0) & (gtype != gmod.E_WEAK)
     kinds[is_map] = gmod.E_INTERNAL
     names[is_map] = strings.add("map")
+    # A weak edge's name is a string in V8's files, also when it is a number.
+    weak = np.flatnonzero(gtype == gmod.E_WEAK)
+    if len(weak):
+        nums, inv = np.unique(names[weak], return_inverse=True)
+        names[weak] = np.array([strings.add(str(x)) for x in nums.tolist()],
+                               dtype=np.uint32)[inv]
+        _weak_names(prog, weak[~synthetic[weak]], src, off, node_map, names, strings)
+    _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
+                   strings)
     # In-object properties of JS objects, by each map's descriptors.
     cand = np.flatnonzero(heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src])
     if len(cand):
@@ -123,6 +138,117 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
 
 
 _cache: dict[tuple[int, int], dict[int, str]] = {}
+_weak_maps: dict[tuple[int, int], str] = {}
+
+
+def _weak_names(prog: Program, weak, src, off, node_map, names, strings: StringTable) -> None:
+    """V8's names of the weak slots of a WeakRef (`target`), a WeakCell
+    (`target`, `unregister_token`) and an ephemeron table (its element index)."""
+    np = gmod.numpy()
+    if not len(weak):
+        return
+    md = prog.heap.md
+    maps = node_map[src[weak]]
+    for m in np.unique(maps).tolist():
+        key = (id(prog), int(m))
+        t = _weak_maps.get(key)
+        if t is None:
+            it = _map_type(prog.heap, int(m))
+            t = _weak_maps[key] = prog.heap.type_name(it) if it >= 0 else ""
+        sel = weak[maps == m]
+        o = off[sel].astype(np.int64)
+        if t == "JS_WEAK_REF_TYPE":
+            fields = {md.off("JSWeakRef", "target"): "target"}
+        elif t == "WEAK_CELL_TYPE":
+            fields = {md.off("WeakCell", "target"): "target",
+                      md.off("WeakCell", "unregister_token"): "unregister_token"}
+        elif t == "EPHEMERON_HASH_TABLE_TYPE":
+            for k, x in zip(sel.tolist(), ((o - 16) // 8).tolist()):
+                names[k] = strings.add(str(x))
+            continue
+        else:
+            continue
+        for at, label in fields.items():
+            names[sel[o == at]] = strings.add(label)
+_scopes: dict[tuple[int, int], dict[int, str]] = {}
+_ctx_maps: dict[tuple[int, int], int] = {}
+
+# Contexts whose variables V8 names (declaration contexts; strict eval and
+# declaration-scope block contexts aside), and those that only get their
+# header slots named.
+_DECLARATION_CONTEXTS = ("FUNCTION_CONTEXT_TYPE", "SCRIPT_CONTEXT_TYPE", "MODULE_CONTEXT_TYPE")
+_NO, _HEADER, _VARIABLES = 0, 1, 2
+
+
+def _context_kind(prog: Program, m: int) -> int:
+    """Whether a map is a Context's, and whether V8 names its variables."""
+    key = (id(prog), m)
+    got = _ctx_maps.get(key)
+    if got is None:
+        h = prog.heap
+        t = _map_type(h, m)
+        name = h.type_name(t) if t >= 0 else ""
+        got = _NO
+        if name.endswith("CONTEXT_TYPE") and "INFO" not in name:
+            got = _VARIABLES if name in _DECLARATION_CONTEXTS else _HEADER
+        _ctx_maps[key] = got
+    return got
+
+
+def _scope_names(prog: Program, si: int) -> dict[int, str]:
+    """Byte offset in a Context -> variable name, from its ScopeInfo (read once
+    per ScopeInfo, by the reader closures' scopes use)."""
+    key = (id(prog), si)
+    got = _scopes.get(key)
+    if got is None:
+        from ..v8.scopes import ScopeInfo
+        if len(_scopes) > MAX_PROPERTY_MAPS:
+            _scopes.clear()
+        try:
+            got = {16 + 8 * loc.slot: loc.name
+                   for loc in ScopeInfo(prog.heap, prog.values.s, si).context_locals()}
+        except (DecodeError, TargetMemoryError):
+            got = {}
+        _scopes[key] = got
+    return got
+
+
+def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand, node_map,
+                   kinds, names, strings: StringTable) -> None:
+    """V8's names of a Context's slots: `scope_info` and `previous` (internal),
+    and in a declaration context each variable its ScopeInfo names (`context`
+    edges), as V8's ExtractContextReferences makes them."""
+    np = gmod.numpy()
+    sel = np.flatnonzero(cand & (gtype != gmod.E_WEAK))
+    if not len(sel):
+        return
+    maps = node_map[src[sel]]
+    um, inv = np.unique(maps, return_inverse=True)
+    kind = np.array([_context_kind(prog, int(m)) for m in um.tolist()], dtype=np.uint8)[inv]
+    sel, kind = sel[kind != _NO], kind[kind != _NO]
+    if not len(sel):
+        return
+    o = off[sel]
+    for at, label in ((16, "scope_info"), (24, "previous")):
+        hit = sel[o == at]
+        kinds[hit] = gmod.E_INTERNAL
+        names[hit] = strings.add(label)
+    var = sel[(kind == _VARIABLES) & (o > 24)]
+    if not len(var):
+        return
+    # Each context's ScopeInfo: the target of its edge at offset 16.
+    ctx = src[var]
+    first = np.flatnonzero(off[sel] == 16)
+    si_of = dict(zip(src[sel[first]].tolist(),
+                     g.node_addr[g.edge_to[sel[first] + lo].astype(np.int64)].tolist()))
+    for e, c in zip(var.tolist(), ctx.tolist()):
+        si = si_of.get(c)
+        if si is None:
+            continue
+        name = _scope_names(prog, int(si)).get(int(off[e]))
+        if name is not None:
+            kinds[e] = gmod.E_CONTEXT
+            names[e] = strings.add(name)
 
 
 def _names(prog: Program, m: int) -> dict[int, str]:
@@ -220,6 +346,52 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
     order = np.argsort(src, kind="stable")
     return Extra(src[order], np.concatenate(kind_p)[order], np.concatenate(name_p)[order],
                  np.concatenate(to_p)[order], globals_)
+
+
+@dataclass
+class BufferData:
+    """V8's `system / JSArrayBufferData` nodes: one per backing store of a
+    kept ArrayBuffer (buffers sharing a store share the node), its self size
+    the buffer's byte length; and the buffers' `backing_store` edges to them
+    (`src` graph node -> `data` index into `stores`)."""
+
+    stores: list[int]
+    sizes: list[int]
+    src: Any  # int64 graph node of each buffer with a store
+    data: Any  # int64 index into stores
+
+
+def buffer_data(prog: Program, g: gmod.Graph, keep, node_map) -> BufferData:
+    """The backing stores of the kept ArrayBuffers, as V8's snapshot shows them
+    (an off-heap `native` node each, an `internal` edge from the buffer)."""
+    np = gmod.numpy()
+    h = prog.heap
+    abt = h.md.types.get("JS_ARRAY_BUFFER_TYPE")
+    stores: list[int] = []
+    sizes: list[int] = []
+    index: dict[int, int] = {}
+    src: list[int] = []
+    data: list[int] = []
+    if abt is not None:
+        objs = np.flatnonzero(keep & (np.arange(g.nodes) >= g.first_object))
+        um = np.unique(node_map[objs])
+        bm = [m for m in um.tolist() if _map_type(h, m) == abt]
+        for i in objs[np.isin(node_map[objs], bm)].tolist():
+            try:
+                store, n = prog.values.array_buffer_store(int(g.node_addr[i]))
+            except (DecodeError, TargetMemoryError):
+                continue
+            if not store:
+                continue
+            k = index.get(store)
+            if k is None:
+                k = index[store] = len(stores)
+                stores.append(store)
+                sizes.append(n)
+            src.append(i)
+            data.append(k)
+    return BufferData(stores, sizes, np.asarray(src, dtype=np.int64),
+                      np.asarray(data, dtype=np.int64))
 
 
 def _key_text(prog: Program, key: int) -> str:

@@ -30,7 +30,10 @@ How edges are found: every aligned word of an object's body (its map word
 included, as V8's snapshot has a `map` edge) whose value is the tagged
 address of an object's start, strong (tag 01) or weak (tag 11); the bodies
 of objects holding raw data (strings' characters, byte arrays, BigInts) are
-not looked at. Every slot is typed `internal` or `weak` by its tag; the
+not looked at. Every slot is typed `internal` or `weak` by its tag, but for
+the slots the GC treats as weak though tagged strong (a WeakRef's target, a
+WeakCell's target and unregister token, a WeakMap's or WeakSet's keys),
+which are `weak` too; the
 finer kind of an edge (property, element, context variable) is said with
 its name, when a path shows it.
 """
@@ -42,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import V8DbgError
+from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
 from . import census, roots
 from .dominators import expand
@@ -149,6 +152,39 @@ def _data_kinds(np, w, maps):
     return np.array([w.info(int(m))[0] in _DATA_KINDS for m in um], dtype=bool)[inv]
 
 
+_STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS = range(4)
+
+
+def _weak_kinds(np, prog: Program, maps):
+    """Per object (by its map): whether some of its slots are weak though
+    tagged strong -- a WeakRef, a WeakCell, a WeakMap's or WeakSet's table."""
+    h = prog.heap
+    t = h.md.types
+    kinds = {t.get("JS_WEAK_REF_TYPE"): _WEAK_REF, t.get("WEAK_CELL_TYPE"): _WEAK_CELL,
+             t.get("EPHEMERON_HASH_TABLE_TYPE"): _EPHEMERONS}
+    kinds.pop(None, None)
+    um, inv = np.unique(maps, return_inverse=True)
+    out = []
+    for m in um.tolist():
+        try:
+            out.append(kinds.get(h.map_type(int(m)), _STRONG))
+        except (DecodeError, TargetMemoryError):
+            out.append(_STRONG)
+    return np.array(out, dtype=np.uint8)[inv] if len(um) else np.zeros(0, np.uint8)
+
+
+def _weak_slots(np, md, kind, off):
+    """Which slots (owner's weak kind, byte offset) the GC does not follow
+    strongly: a WeakRef's target, a WeakCell's target and unregister token,
+    an ephemeron table's keys (its values are kept while their key lives;
+    they stay strong here)."""
+    first = md.const("EphemeronEntriesOffset")
+    return (((kind == _WEAK_REF) & (off == md.off("JSWeakRef", "target")))
+            | ((kind == _WEAK_CELL) & ((off == md.off("WeakCell", "target"))
+                                       | (off == md.off("WeakCell", "unregister_token"))))
+            | ((kind == _EPHEMERONS) & (off >= first) & ((off - first) % 16 == 0)))
+
+
 def _page_slots(np, w, p, starts, sizes, data_kind, lo: int, hi: int):
     """(object, byte offset, value, weak?) of each slot of one page's objects that
     holds a tagged pointer into [lo, hi]."""
@@ -203,7 +239,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         # Word indices and sizes in words fit 32 bits (a page is far smaller
         # than 16 GB): half the memory held between the passes.
         per_page.append((starts.astype(np.int32), sizes.astype(np.int32),
-                         _data_kinds(np, w, maps)))
+                         _data_kinds(np, w, maps), _weak_kinds(np, prog, maps)))
         count += len(starts)
         if count > MAX_NODES:
             raise V8DbgError(f"the heap holds more than {MAX_NODES} objects: too many "
@@ -217,7 +253,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     node_addr = np.zeros(first + count, dtype=np.uint64)
     node_size = np.zeros(first + count, dtype=np.uint32)
     k = first
-    for p, (starts, sizes, _dk) in zip(pages, per_page):
+    for p, (starts, sizes, _dk, _wk) in zip(pages, per_page):
         node_addr[k:k + len(starts)] = starts.astype(np.uint64) * np.uint64(8) + \
             np.uint64(p.start + 1)
         node_size[k:k + len(starts)] = sizes.astype(np.uint32) * np.uint32(8)
@@ -254,9 +290,11 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     k = first
     for pi, p in enumerate(pages):
         check_interrupted()
-        starts, sizes, dk = per_page[pi]
+        starts, sizes, dk, wk = per_page[pi]
         per_page[pi] = None  # type: ignore[call-overload]
         owner, off, val, weak = _page_slots(np, w, p, starts, sizes, dk, lo, hi)
+        if len(owner):
+            weak = weak | _weak_slots(np, prog.heap.md, wk[owner], off)
         to, ok = resolve(val)
         degree[k:k + len(starts)] = np.bincount(owner[ok], minlength=len(starts))
         to_p.append(to[ok].astype(np.uint32))

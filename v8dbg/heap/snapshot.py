@@ -11,7 +11,9 @@ names, shapes.py), functions `closure` by their name, strings by their value
 TypeName` with V8's node type for them. Self sizes are the objects' sizes.
 Ids are odd, as V8's: the root 1, `(GC roots)` 3, the groups 5, 7, ..., the
 objects after them in address order, so the same core gives the same ids.
-Edges are typed and named by edges.py.
+Edges are typed and named by edges.py. After the objects come V8's `native`
+nodes `system / JSArrayBufferData`, one per ArrayBuffer backing store (its
+byte length its self size), ids after the objects'.
 
 Only what some root reaches is written (V8 collects garbage first);
 `include_unreachable` keeps the rest, unconnected, which DevTools hangs off
@@ -30,7 +32,7 @@ from ..interrupt import check_interrupted
 from ..v8.layouts import heap_snapshot_meta
 from . import census
 from . import graph as gmod
-from .edges import StringTable, extra_edges, type_edges
+from .edges import Extra, StringTable, buffer_data, extra_edges, type_edges
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -264,6 +266,16 @@ def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
     return out
 
 
+def _with_buffers(np, xe: Extra, src, to, name: int) -> Extra:
+    """The extra edges and the buffers' `backing_store` edges, sorted by source."""
+    s = np.concatenate([xe.src, src])
+    order = np.argsort(s, kind="stable")
+    kinds = np.concatenate([xe.kinds, np.full(len(src), gmod.E_INTERNAL, dtype=np.uint8)])
+    names = np.concatenate([xe.names, np.full(len(src), name, dtype=np.uint32)])
+    return Extra(s[order], kinds[order], names[order], np.concatenate([xe.to, to])[order],
+                 xe.globals)
+
+
 def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = False,
           progress=None) -> Written:
     """Write the heap's snapshot to `out` (a binary stream)."""
@@ -331,11 +343,18 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         counts[a:b] = np.bincount(src[ok] - a, minlength=b - a)
         edge_chunks.append((a, b))
     xe = extra_edges(prog, g, keep, maps, is_js, strings)
+    # ArrayBuffers' backing stores: native nodes after the objects, their
+    # graph index g.nodes + k.
+    bd = buffer_data(prog, g, keep, maps)
+    native = len(bd.stores)
+    row_of = np.concatenate([row_of, rows + np.arange(native, dtype=np.int64)])
+    if len(bd.src):
+        xe = _with_buffers(np, xe, bd.src, g.nodes + bd.data, strings.add("backing_store"))
     counts += np.bincount(xe.src, minlength=g.nodes)
     total_edges = 1 + len(xe.globals) + len(g.root_names) + int(counts[kept[kept > 0]].sum())
     # Header.
     k = len(fields)
-    head = {"meta": meta, "node_count": rows, "edge_count": total_edges,
+    head = {"meta": meta, "node_count": rows + native, "edge_count": total_edges,
             "trace_function_count": 0, **extra}
     written = 0
 
@@ -373,6 +392,15 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         emit_raw(b"," + _decimal(np, np.stack([x.astype(np.int64) for x in cols_a], axis=1)))
         if progress is not None:
             progress.update(a, 2 * g.nodes)
+    if native:
+        nid = first_obj + 2 * (g.nodes - g.first_object) + 2 * np.arange(native)
+        data_name = strings.add("system / JSArrayBufferData")
+        cols_n = [np.full(native, types.index("native")), np.full(native, data_name), nid,
+                  np.asarray(bd.sizes, dtype=np.int64), np.zeros(native, dtype=np.int64)]
+        if trace:
+            cols_n.append(np.zeros(native, dtype=np.int64))
+        cols_n.append(np.zeros(native, dtype=np.int64))
+        emit_raw(b"," + _decimal(np, np.stack([x.astype(np.int64) for x in cols_n], axis=1)))
     emit("],\n\"edges\":[")
     E_EL = 1
     first = [E_EL, 1, 1 * k]
@@ -421,5 +449,5 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         notes.append(f"{len(c.damaged_pages)} damaged heap pages could not be walked to the "
                      f"end ({c.skipped_bytes} bytes skipped): {shown}{more}; their unread "
                      "objects are not in the snapshot")
-    return Written(rows, total_edges, len(items), 0 if include_unreachable else unreachable,
+    return Written(rows + native, total_edges, len(items), 0 if include_unreachable else unreachable,
                    written, notes)

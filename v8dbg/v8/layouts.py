@@ -20,6 +20,8 @@ COMMON: dict[str, Any] = {
         "PositionTableRaw": 1,  # entries hold SourcePosition words
         "PositionTableStart": -1,  # code offset before the first entry (function entry)
         "PositionTableEncoding": 1,  # 1: sign marks expression; 2: V8 14.6 packing
+        # An EphemeronHashTable's (key, value) entries: from this offset, 16 bytes each.
+        "EphemeronEntriesOffset": 40,
         "ScopeInfoFlagsOffset": 8,
         "ScopeInfoParamsOffset": 16,
         "ScopeInfoLocalsOffset": 24,
@@ -95,6 +97,11 @@ COMMON: dict[str, Any] = {
         ("JSBoundFunction", "bound_arguments"): 40,
         ("JSCollection", "table"): 24,
         ("JSWeakCollection", "table"): 24,
+        # Slots the GC treats as weak though they hold strong pointers: a
+        # WeakRef's target, a WeakCell's target and unregister token.
+        ("JSWeakRef", "target"): 24,
+        ("WeakCell", "target"): 16,
+        ("WeakCell", "unregister_token"): 24,
         ("JSGeneratorObject", "function"): 24,
         ("JSGeneratorObject", "context"): 32,
         ("JSGeneratorObject", "receiver"): 40,
@@ -289,6 +296,10 @@ _VALUES: dict[tuple[int, int], dict[str, Any]] = {
         "ContextCellValue": 8, "ContextCellState": 24, "ContextCellRaw": 32,
         "ContextCellStateInt32": 2, "ContextCellStateFloat64": 3,
     }, "fields": {
+        # WeakCell: holdings moved before the target (checked against V8's own
+        # heap snapshot of a node 26.10.0 core: target the observed object).
+        ("WeakCell", "target"): 24,
+        ("WeakCell", "unregister_token"): 32,
         # Only node 26.0-26.5 keep CallSiteInfo objects in an unformatted stack.
         ("CallSiteInfo", "function"): 24,
         ("CallSiteInfo", "code_object"): 8,

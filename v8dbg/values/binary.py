@@ -15,11 +15,17 @@ class Binary(ValuesBase):
             return "", n > 0
         return self.mem.read(addr, want).hex(), want < n
 
-    def _array_buffer(self, v: int, walk: _Walk) -> Value:
+    def array_buffer_store(self, v: int) -> tuple[int, int]:
+        """(backing store address, byte length) of an ArrayBuffer: where its
+        bytes live outside V8's heap, 0 when it has none."""
         n = self.mem.u64(v - 1 + self.off("JSArrayBuffer", "byte_length"))
         store = self.mem.u64(v - 1 + self.off("JSArrayBuffer", "backing_store"))
         if n > 1 << 53:
             raise DecodeError(f"ArrayBuffer 0x{v:x} has an implausible length")
+        return store, n
+
+    def _array_buffer(self, v: int, walk: _Walk) -> Value:
+        store, n = self.array_buffer_store(v)
         data, cut = self._bytes(store, n, walk)
         out: Value = {"type": "arraybuffer", "byte_length": n, "bytes": data}
         if cut:

@@ -34,6 +34,28 @@ TCACHE_CHUNK = 0x290  # its chunk, the first of a thread's heap (glibc 2.30 on)
 PAGE = 4096
 
 
+WINDOW = 16 << 20  # bytes of a region read at a time (memory bounded on big heaps)
+
+
+class _Window:
+    """Words of [start, end) read a bounded piece at a time, in walking order."""
+
+    def __init__(self, start: int, end: int, read: Callable[[int, int], bytes]) -> None:
+        self.start, self.end, self.read = start, end, read
+        self.lo, self.data = start, b""
+
+    def word(self, a: int) -> int | None:
+        """The 8 bytes at address a, None past the region's end (or unreadable)."""
+        if not (self.lo <= a and a + 8 <= self.lo + len(self.data)):
+            if a + 8 > self.end:
+                return None
+            self.lo = a & ~15
+            self.data = self.read(self.lo, min(WINDOW, self.end - self.lo))
+            if a + 8 > self.lo + len(self.data):
+                return None
+        return struct.unpack_from("<Q", self.data, a - self.lo)[0]
+
+
 def free_chunks(start: int, end: int, read: Callable[[int, int], bytes],
                 key: int = 0) -> tuple[list[tuple[int, int]], int, bool]:
     """The bodies ([start, end)) of the freed chunks of the region, if it is a
@@ -41,7 +63,8 @@ def free_chunks(start: int, end: int, read: Callable[[int, int], bytes],
     the fencepost pairs (two 16-byte chunks) that end a segment when malloc
     went on in another mapping, whose next chunk starts the next page.
     Returns them, the tcache key found, and whether the walk hit its cap. A
-    region the walk does not cover exactly is no heap: nothing.
+    region the walk does not cover exactly is no heap: nothing. The region
+    is read a window at a time, never whole.
 
     A chunk is free when the next header's PREV_INUSE bit is clear, or when
     it sits in a thread cache: its second word is then the tcache key (KEY,
@@ -52,46 +75,66 @@ def free_chunks(start: int, end: int, read: Callable[[int, int], bytes],
         first = struct.unpack("<2Q", head)
         if first[0] or first[1] & ~7 < 32 or (first[1] & ~7) % 16 or not first[1] & 1:
             return [], key, False
-        data = read(start, end - start)
+        win = _Window(start, end, read)
+        n = (end - start) & ~15
+        out: list[tuple[int, int]] = []
+        count = 0
+        # The chunk before (offset, size, whether a thread cache holds it),
+        # judged free or not at the next header.
+        prev: tuple[int, int, bool] | None = None
+        p = 0
+        while p + 16 <= n:
+            if count >= MAX_CHUNKS:
+                return [], key, True
+            hdr = win.word(start + p + 8)
+            if hdr is None:
+                return [], key, False
+            size = hdr & ~7
+            if size == 16:  # a fencepost pair: the segment's end
+                if prev is not None:  # free()ing the chunk before clears its bit
+                    _judge(start, prev, not hdr & 1, out)
+                    prev = None
+                p = (start + p + 32 + PAGE - 1) // PAGE * PAGE - start
+                continue
+            if size < 32 or size % 16 or p + size > n:
+                return [], key, False
+            if count == 0 and size == TCACHE_CHUNK:
+                key = _tcache_key(start, n, p, read) or key
+            if prev is not None:
+                _judge(start, prev, not hdr & 1, out)
+            prev = (p, size, bool(key) and win.word(start + p + 24) == key)
+            count += 1
+            p += size
+        if prev is not None:
+            _judge(start, prev, False, out)
     except Exception:
         return [], key, False
-    n = len(data) & ~15
-    chunks: list[tuple[int, int]] = []
-    p = 0
-    while p + 16 <= n:
-        if len(chunks) >= MAX_CHUNKS:
-            return [], key, True
-        size = struct.unpack_from("<Q", data, p + 8)[0] & ~7
-        if size == 16:  # a fencepost pair: the segment's end
-            p = (start + p + 32 + PAGE - 1) // PAGE * PAGE - start
-            continue
-        if size < 32 or size % 16 or p + size > n:
-            return [], key, False
-        chunks.append((p, size))
-        p += size
-    if len(chunks) < 2:
+    if count < 2:
         return [], key, False
-    if chunks[0][1] == TCACHE_CHUNK:
-        key = _tcache_key(data, start, chunks[0]) or key
-    out = []
-    for p, size in chunks:
-        nxt = p + size
-        free = nxt + 16 <= n and not struct.unpack_from("<Q", data, nxt + 8)[0] & 1
-        cached = key and struct.unpack_from("<Q", data, p + 24)[0] == key
-        if free or cached:
-            out.append((start + p + 16, start + p + size))
     return out, key, False
 
 
-def _tcache_key(data: bytes, start: int, first: tuple[int, int]) -> int:
+def _judge(start: int, chunk: tuple[int, int, bool], free: bool,
+           out: list[tuple[int, int]]) -> None:
+    """Add chunk's body to out if it is free (said by the next header) or cached."""
+    p, size, cached = chunk
+    if free or cached:
+        out.append((start + p + 16, start + p + size))
+
+
+def _tcache_key(start: int, n: int, p: int, read: Callable[[int, int], bytes]) -> int:
     """The tcache key (the second word of every chunk in a thread cache), read
-    through the heap's tcache_perthread_struct's lists; 0 if none is cached."""
-    p, size = first
+    through the heap's tcache_perthread_struct (the chunk at offset p) lists;
+    0 if none is cached."""
+    ents = read(start + p + 16 + TCACHE_COUNTS, 8 * 64)
     seen: dict[int, int] = {}
     for i in range(64):
-        e = struct.unpack_from("<Q", data, p + 16 + TCACHE_COUNTS + 8 * i)[0]
-        if start + 16 <= e < start + len(data) - 8 and not e & 15:
-            k = struct.unpack_from("<Q", data, e - start + 8)[0]
+        e = struct.unpack_from("<Q", ents, 8 * i)[0]
+        if start + 16 <= e < start + n - 8 and not e & 15:
+            try:
+                k = struct.unpack("<Q", read(e + 8, 8))[0]
+            except Exception:
+                continue
             if k:
                 seen[k] = seen.get(k, 0) + 1
     if not seen:

@@ -163,7 +163,7 @@ def _weak_names(prog: Program, weak, src, off, node_map, names, strings: StringT
             fields = {md.off("WeakCell", "target"): "target",
                       md.off("WeakCell", "unregister_token"): "unregister_token"}
         elif t == "EPHEMERON_HASH_TABLE_TYPE":
-            for k, x in zip(sel.tolist(), ((o - 16) // 8).tolist()):
+            for k, x in zip(sel.tolist(), ((o - prog.heap.o_fa_data) // 8).tolist()):
                 names[k] = strings.add(str(x))
             continue
         else:
@@ -205,7 +205,7 @@ def _scope_names(prog: Program, si: int) -> dict[int, str]:
         if len(_scopes) > MAX_PROPERTY_MAPS:
             _scopes.clear()
         try:
-            got = {16 + 8 * loc.slot: loc.name
+            got = {prog.heap.o_fa_data + 8 * loc.slot: loc.name
                    for loc in ScopeInfo(prog.heap, prog.values.s, si).context_locals()}
         except (DecodeError, TargetMemoryError):
             got = {}
@@ -229,16 +229,17 @@ def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand,
     if not len(sel):
         return
     o = off[sel]
-    for at, label in ((16, "scope_info"), (24, "previous")):
+    slot0 = prog.heap.o_fa_data  # a Context's slots start as a FixedArray's
+    for at, label in ((slot0, "scope_info"), (slot0 + 8, "previous")):
         hit = sel[o == at]
         kinds[hit] = gmod.E_INTERNAL
         names[hit] = strings.add(label)
-    var = sel[(kind == _VARIABLES) & (o > 24)]
+    var = sel[(kind == _VARIABLES) & (o > slot0 + 8)]
     if not len(var):
         return
-    # Each context's ScopeInfo: the target of its edge at offset 16.
+    # Each context's ScopeInfo: the target of its edge at its first slot.
     ctx = src[var]
-    first = np.flatnonzero(off[sel] == 16)
+    first = np.flatnonzero(off[sel] == slot0)
     si_of = dict(zip(src[sel[first]].tolist(),
                      g.node_addr[g.edge_to[sel[first] + lo].astype(np.int64)].tolist()))
     for e, c in zip(var.tolist(), ctx.tolist()):
@@ -308,13 +309,14 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         own = np.repeat(owners, cnt)
         idx = (np.repeat(fe[stores] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
                + np.arange(int(cnt.sum()), dtype=np.int64))
-        sel = (g.edge_name[idx] >= 16) & (g.edge_type[idx] != gmod.E_WEAK)
+        sel = (g.edge_name[idx] >= h.o_fa_data) & (g.edge_type[idx] != gmod.E_WEAK)
         idx, own = idx[sel], own[sel]
         to = g.edge_to[idx].astype(np.int64)
         live = keep[to]
         src_p.append(own[live])
         kind_p.append(np.full(int(live.sum()), gmod.E_ELEMENT, dtype=np.uint8))
-        name_p.append(((g.edge_name[idx[live]].astype(np.int64) - 16) // 8).astype(np.uint32))
+        name_p.append(((g.edge_name[idx[live]].astype(np.int64) - h.o_fa_data) // 8)
+                      .astype(np.uint32))
         to_p.append(to[live])
     # Global objects: their properties' values, by name.
     globals_: list[int] = []

@@ -36,7 +36,7 @@ its field name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError, TargetMemoryError
@@ -274,9 +274,12 @@ class Extra:
     names: Any  # uint32
     to: Any  # int64 node
     globals: list[int]
+    notes: list[str] = field(default_factory=list)  # caps hit, said to the user
 
 
-MAX_GLOBAL_PROPERTIES = 1 << 16
+# Far above a real global object's (node's has a few hundred); one that
+# reaches it is said in the notes, its further properties unnamed.
+MAX_GLOBAL_PROPERTIES = 1 << 20
 
 
 def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
@@ -320,6 +323,7 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         to_p.append(to[live])
     # Global objects: their properties' values, by name.
     globals_: list[int] = []
+    notes: list[str] = []
     if glob is not None:
         objs = np.flatnonzero(keep & (np.arange(g.nodes) >= g.first_object))
         cand = objs[is_js[objs]]
@@ -331,6 +335,9 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
                 props = prog.values.own_properties(int(g.node_addr[i]), MAX_GLOBAL_PROPERTIES)
             except (DecodeError, TargetMemoryError):
                 continue
+            if len(props) >= MAX_GLOBAL_PROPERTIES:
+                notes.append(f"global object 0x{int(g.node_addr[i]):x} has {MAX_GLOBAL_PROPERTIES}"
+                             " properties or more: only the first are named edges")
             vals = [p.value for p in props if not p.accessor]
             keys = [p.key for p in props if not p.accessor]
             t = g.indices(np.asarray(vals, dtype=np.uint64) if vals else np.zeros(0, np.uint64))
@@ -343,11 +350,11 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
                     to_p.append(np.array([node], dtype=np.int64))
     if not src_p:
         e = np.zeros(0, dtype=np.int64)
-        return Extra(e, np.zeros(0, np.uint8), np.zeros(0, np.uint32), e, globals_)
+        return Extra(e, np.zeros(0, np.uint8), np.zeros(0, np.uint32), e, globals_, notes)
     src = np.concatenate(src_p)
     order = np.argsort(src, kind="stable")
     return Extra(src[order], np.concatenate(kind_p)[order], np.concatenate(name_p)[order],
-                 np.concatenate(to_p)[order], globals_)
+                 np.concatenate(to_p)[order], globals_, notes)
 
 
 @dataclass

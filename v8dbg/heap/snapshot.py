@@ -273,7 +273,7 @@ def _with_buffers(np, xe: Extra, src, to, name: int) -> Extra:
     kinds = np.concatenate([xe.kinds, np.full(len(src), gmod.E_INTERNAL, dtype=np.uint8)])
     names = np.concatenate([xe.names, np.full(len(src), name, dtype=np.uint32)])
     return Extra(s[order], kinds[order], names[order], np.concatenate([xe.to, to])[order],
-                 xe.globals)
+                 xe.globals, xe.notes)
 
 
 def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = False,
@@ -442,7 +442,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         part = json.dumps(items[a:a + CHUNK], separators=(",\n", ":"))[1:-1]
         emit(("" if a == 0 else ",\n") + part)
     emit("]}\n")
-    notes = list(g.root_notes)
+    notes = list(g.root_notes) + xe.notes
     if c.damaged_pages:
         shown = ", ".join(f"0x{p:x}" for p in c.damaged_pages[:8])
         more = f" and {len(c.damaged_pages) - 8} more" if len(c.damaged_pages) > 8 else ""

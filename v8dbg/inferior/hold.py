@@ -31,7 +31,7 @@ from .backend import Mapping, Registers, ThreadInfo, proc_map_lines, thread_name
 from .disasm import Disassembly, disassemble
 from .ptrace import (PTRACE_DETACH, PTRACE_EVENT_STOP, PTRACE_GETREGS, PTRACE_INTERRUPT,
                      PTRACE_SEIZE, WALL, _call, _IoVec, _UserRegs, _vm_readv, permission_hint,
-                     process_state, thread_ids)
+                     process_state, thread_ids, vm_read)
 
 STOP_TIMEOUT = 2.0  # seconds to wait for one interrupted thread to stop
 MAX_ROUNDS = 16  # looks for threads started while the others were being stopped
@@ -408,12 +408,10 @@ class HeldBackend:
             c = self._copy_of(address, size)
             if c is not None:
                 return c.buf[address - c.base:address - c.base + size]
-        buf = self._buf if size <= len(self._buf) else ctypes.create_string_buffer(size)
-        local = _IoVec(ctypes.addressof(buf), size)
-        remote = _IoVec(address, size)
-        if _vm_readv(self._pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) != size:
+        data = vm_read(self._pid, address, size, self._buf)
+        if data is None:
             raise TargetMemoryError(address, size)
-        return ctypes.string_at(ctypes.addressof(buf), size)
+        return data
 
     def read_many(self, addresses: list[int], size: int) -> list[bytes | None]:
         """`size` bytes at each address (None where unreadable), in one

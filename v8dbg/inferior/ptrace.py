@@ -74,6 +74,21 @@ _vm_readv.argtypes = [ctypes.c_int, ctypes.POINTER(_IoVec), ctypes.c_ulong,
 _vm_readv.restype = ctypes.c_ssize_t
 
 
+def vm_read(pid: int, address: int, size: int, buf: ctypes.Array | None = None) -> bytes | None:
+    """`size` bytes of process `pid` at `address` by process_vm_readv, which
+    neither stops the process nor needs to trace it (only the permission to);
+    None when not all of them can be read. `buf`: a scratch buffer to reuse."""
+    if size <= 0 or address < 0 or address + size > 1 << 64:
+        return None
+    if buf is None or size > len(buf):
+        buf = ctypes.create_string_buffer(size)
+    local = _IoVec(ctypes.addressof(buf), size)
+    remote = _IoVec(address, size)
+    if _vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) != size:
+        return None
+    return ctypes.string_at(ctypes.addressof(buf), size)
+
+
 def _call(request: int, tid: int, addr: int = 0, data: int = 0) -> int:
     """ptrace(2); returns 0 or the errno."""
     ctypes.set_errno(0)
@@ -571,13 +586,10 @@ class PtraceBackend:
     def _read_live(self, address: int, size: int) -> bytes:
         if size <= 0 or address < 0 or address + size > 1 << 64:
             raise TargetMemoryError(address, max(size, 0), "out of range")
-        buf = self._buf if size <= len(self._buf) else ctypes.create_string_buffer(size)
-        local = _IoVec(ctypes.addressof(buf), size)
-        remote = _IoVec(address, size)
-        n = _vm_readv(self._pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
-        if n != size:
+        data = vm_read(self._pid, address, size, self._buf)
+        if data is None:
             raise TargetMemoryError(address, size)
-        return ctypes.string_at(ctypes.addressof(buf), size)
+        return data
 
     def threads(self) -> list[ThreadInfo]:
         out = []

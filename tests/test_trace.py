@@ -32,7 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, json_line, validate_output
+from support import (ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, build_addon, json_line, major,
+                     validate_output)
 
 TRACING_LINE = "v8dbg: tracing process"
 
@@ -55,7 +56,8 @@ pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=_PROBLEM or "")
 
 @pytest.fixture(scope="module", params=VERSIONS)
 def server(request):
-    node = LiveNode(request.param, "trace_server.js")
+    node = LiveNode(request.param, "trace_server.js",
+                    env={"V8DBG_ADDON": str(build_addon("pool_addon.cc"))})
     node.port = int((node.dir / "port").read_text())  # type: ignore[attr-defined]
     node.version = request.param  # type: ignore[attr-defined]
     try:
@@ -155,6 +157,45 @@ def test_threadpool_jobs_per_kind(server):
         s = kinds[k]
         assert 0 < s["p50_us"] <= s["p99_us"] <= s["max_us"], s
         assert s["run"]["max_us"] <= s["max_us"] and s["wait"]["max_us"] <= s["max_us"], s
+    assert_nothing_left(server.pid)
+
+
+def test_threadpool_addon_jobs(server):
+    """A native add-on's jobs (tests/fixtures/pool_addon.cc, built with g++),
+    queued through N-API and with uv_queue_work called directly: counted and
+    named by the add-on's own C functions (its execute callback, its work
+    callback, symbolized from the .node file), and timed, the run of each
+    being its 40 ms sleep. Direct uv_queue_work jobs are timed only where
+    uv__queue_work starts with an emulated instruction (node 26); before,
+    they are counted untimed (tracing/threadpool.py says why)."""
+    napi, uv, ms = 6, 5, 40
+    t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json")
+    try:
+        assert get(server, f"/addon?napi={napi}&uv={uv}&ms={ms}") == "queued"
+        rc, out, err = t.stop()
+    finally:
+        t.kill()
+    assert rc == 0, err
+    doc = json_line(out, "trace threadpool")
+    validate_output(doc, "trace")
+    kinds = {k["kind"]: k for k in doc["kinds"]}
+    untimed = {u["kind"]: u["count"] for u in doc.get("untimed", [])}
+    want_timed = {"pool_napi_sleep": napi}
+    if major(server.version) >= 26:
+        want_timed["pool_uv_sleep"] = uv
+        assert untimed == {}, doc
+    else:
+        assert untimed == {"pool_uv_sleep": uv}, doc
+    got = {k: kinds[k]["count"] if k in kinds else 0 for k in want_timed}
+    assert got == want_timed, doc["kinds"]
+    for name, n in got.items():
+        k = kinds[name]
+        run = k["run"]
+        # p50 is the upper bound of its bucket, capped at max: >= 40 ms puts
+        # the median run in the 32-65 ms bucket.
+        assert ms * 1000 <= run["p50_us"] <= run["max_us"] < ms * 1000 + 20000, (name, run)
+        assert run["max_us"] <= k["max_us"] and k["wait"]["max_us"] <= k["max_us"], k
+        assert sum(b["count"] for b in k["histogram"] if b["low"] >= 32768) == n, k
     assert_nothing_left(server.pid)
 
 

@@ -404,3 +404,55 @@ def test_catch_killed_while_stopped(server, tmp_path):
                 os.kill(int(gdb_pid.read_text()), signal.SIGKILL)
             except (ProcessLookupError, ValueError):
                 pass
+
+
+def test_catch_bpftrace_killed_while_stopped(tmp_path):
+    """bpftrace itself SIGKILLed while the target is stopped at the failing
+    call, before it could hand the catch over (it is frozen first, so the
+    kernel's probe stops the target but nothing reads its report): catch
+    continues the target (the stopped request completes, its own counter
+    advances), nothing stays attached (another failing close runs through),
+    no core is written, and catch ends with one `v8dbg:` line, exit 1."""
+    node = LiveNode(VERSIONS[-1], "trace_server.js")
+    node.port = int((node.dir / "port").read_text())  # type: ignore[attr-defined]
+    core = tmp_path / "core"
+    proc = subprocess.Popen([sys.executable, "-m", "v8dbg", "catch", "--pid", str(node.pid),
+                             "--syscall", "close", "--errno", "EBADF", "--core", str(core)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        err = ""
+        while TRACING_LINE not in err:
+            line = proc.stderr.readline()  # type: ignore[union-attr]
+            assert line, f"catch ended before attaching: {err}{proc.communicate()}"
+            err += line
+        engines = _bpftrace_of(node.pid)
+        assert len(engines) == 1, engines
+        bpf = int(engines[0])
+        os.kill(bpf, signal.SIGSTOP)
+        before = int(get(node, "/tick").split()[1])
+        conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=20)
+        conn.request("GET", "/bad")  # the target stops inside close()
+        deadline = time.time() + 30
+        while _state(node.pid) not in ("T", "t"):
+            assert time.time() < deadline, "the target never stopped"
+            time.sleep(0.02)
+        os.kill(bpf, signal.SIGKILL)
+        out, rest = proc.communicate(timeout=60)
+        err += rest
+        assert conn.getresponse().read() == b"EBADF"  # continued: the stopped request completes
+        conn.close()
+        assert int(get(node, "/tick").split()[1]) == before + 1
+        assert get(node, "/bad") == "EBADF"  # no probe left to stop it again
+        assert _state(node.pid) not in ("T", "t")
+        assert proc.returncode == 1, (proc.returncode, err)
+        said = [ln for ln in err.splitlines() if not ln.startswith(TRACING_LINE)]
+        assert len(said) == 1 and said[0].startswith("v8dbg: bpftrace was killed (SIGKILL)"), err
+        assert f"process {node.pid} was continued" in said[0], said
+        assert not core.exists()
+        assert not _bpftrace_of(node.pid)
+        assert_nothing_left(node.pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        node.close()

@@ -9,9 +9,14 @@ tests/fixtures/trace_server.js is one server per line, shared by the tests:
   then finishes the stream: two units of pool work);
 - http: requests per method and URL equal to those sent over 127.0.0.1
   (fresh connections and one kept alive);
+- threadpool, add-on: a real native add-on (tests/fixtures/pool_addon.cc,
+  built with g++ against node-api-headers, loaded by the server) queues
+  N-API works and uv_queue_work jobs that sleep a known time: counts per
+  add-on function equal the jobs queued, run times that sleep;
 - catch: the 5th GET /req closes a bad fd from closeBadFd(); the core
   written has that function under fs.closeSync at the top of its JS stack
-  (as `jsstack --core` reads it), and the server answers afterwards.
+  (as `jsstack --core` reads it), and the server answers afterwards; catch
+  or its bpftrace killed while the server is stopped: it runs on.
 Also: stopped by SIGINT (gc, http) or SIGTERM (threadpool), nothing left attached (no bpftrace, no uprobe in tracefs), no process
 left stopped, and bad input (no such pid, a binary without the probe site).
 BPF not permitted on a machine: each test is skipped, saying so.

@@ -197,8 +197,8 @@ def test_threadpool_addon_jobs(server):
         k = kinds[name]
         run = k["run"]
         # p50 is the upper bound of its bucket, capped at max: >= 40 ms puts
-        # the median run in the 32-65 ms bucket.
-        assert ms * 1000 <= run["p50_us"] <= run["max_us"] < ms * 1000 + 20000, (name, run)
+        # the median run in the 32-65 ms bucket, and no run took longer.
+        assert ms * 1000 <= run["p50_us"] <= run["max_us"] < 65536, (name, run)
         assert run["max_us"] <= k["max_us"] and k["wait"]["max_us"] <= k["max_us"], k
         assert sum(b["count"] for b in k["histogram"] if b["low"] >= 32768) == n, k
     assert_nothing_left(server.pid)

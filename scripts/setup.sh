@@ -13,6 +13,7 @@ command -v lldb-16 >/dev/null || need+=(lldb-16)
 [ -d /usr/lib/llvm-16/lib/python3/dist-packages/lldb ] || need+=(python3-lldb-16)
 command -v npm >/dev/null || need+=(npm)
 command -v bpftrace >/dev/null || need+=(bpftrace)  # `trace` and `catch`: the BPF engine
+command -v g++ >/dev/null || need+=(g++)  # the native add-on the thread-pool trace test builds
 command -v strip >/dev/null || need+=(binutils)  # a stripped node copy for the remote-core tests
 # tests/test_package.py installs the wheel into a fresh virtualenv (Debian's python3-venv).
 python3 -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
@@ -46,8 +47,9 @@ for v in $VERSIONS; do
   fi
 done
 
-# Real programs from the npm registry that tests drive into optimized code (pinned).
-NPM_PACKAGES="acorn@8.15.0"
+# Real programs from the npm registry that tests drive into optimized code (pinned), and
+# N-API's C headers, which the test add-on (tests/fixtures/pool_addon.cc) is built against.
+NPM_PACKAGES="acorn@8.15.0 node-api-headers@1.9.0"
 mkdir -p .cache/npm
 for p in $NPM_PACKAGES; do
   d=".cache/npm/${p/@/-}"

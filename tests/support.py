@@ -107,6 +107,36 @@ def stripped_binary(version: str) -> Path:
     return out
 
 
+# N-API's C headers (the npm package node-api-headers, pinned; scripts/setup.sh
+# unpacks it into .cache/npm): native add-ons build against them with g++ alone.
+NODE_API_HEADERS = CACHE / "npm" / "node-api-headers-1.9.0" / "include"
+
+
+def build_addon(source: str) -> Path:
+    """tests/fixtures/SOURCE (C++) built as a node add-on (g++ -shared -fPIC
+    against node-api-headers), once: cached under .cache/addons keyed by its
+    text and the compiler command."""
+    src = FIXTURES / source
+    name = Path(source).stem
+    if not (NODE_API_HEADERS / "node_api.h").exists():
+        raise RuntimeError(f"{NODE_API_HEADERS} is missing: run scripts/setup.sh")
+    flags = ["-shared", "-fPIC", "-O2", f"-DNODE_GYP_MODULE_NAME={name}",
+             f"-I{NODE_API_HEADERS}"]
+    d = CACHE / "addons" / f"{name}-{_key(src.read_text(), *flags)}"
+    out = d / f"{name}.node"
+    if out.exists():
+        return out
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            tmp = d / f"{name}.{os.getpid()}.node"
+            subprocess.run(["g++", *flags, "-o", str(tmp), str(src)], check=True,
+                           capture_output=True, timeout=300)
+            tmp.rename(out)
+    return out
+
+
 def make_core(version: str, fixture: str, flags: tuple[str, ...] = (), env: dict | None = None,
               timeout: float = 120, binary: Path | None = None) -> Path:
     """Run tests/fixtures/FIXTURE under node VERSION until it aborts; return its directory.

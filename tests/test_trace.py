@@ -9,9 +9,14 @@ tests/fixtures/trace_server.js is one server per line, shared by the tests:
   then finishes the stream: two units of pool work);
 - http: requests per method and URL equal to those sent over 127.0.0.1
   (fresh connections and one kept alive);
+- threadpool, add-on: a real native add-on (tests/fixtures/pool_addon.cc,
+  built with g++ against node-api-headers, loaded by the server) queues
+  N-API works and uv_queue_work jobs that sleep a known time: counts per
+  add-on function equal the jobs queued, run times that sleep;
 - catch: the 5th GET /req closes a bad fd from closeBadFd(); the core
   written has that function under fs.closeSync at the top of its JS stack
-  (as `jsstack --core` reads it), and the server answers afterwards.
+  (as `jsstack --core` reads it), and the server answers afterwards; catch
+  or its bpftrace killed while the server is stopped: it runs on.
 Also: stopped by SIGINT (gc, http) or SIGTERM (threadpool), nothing left attached (no bpftrace, no uprobe in tracefs), no process
 left stopped, and bad input (no such pid, a binary without the probe site).
 BPF not permitted on a machine: each test is skipped, saying so.
@@ -32,7 +37,8 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, json_line, validate_output
+from support import (ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, build_addon, json_line, major,
+                     validate_output)
 
 TRACING_LINE = "v8dbg: tracing process"
 
@@ -55,7 +61,8 @@ pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=_PROBLEM or "")
 
 @pytest.fixture(scope="module", params=VERSIONS)
 def server(request):
-    node = LiveNode(request.param, "trace_server.js")
+    node = LiveNode(request.param, "trace_server.js",
+                    env={"V8DBG_ADDON": str(build_addon("pool_addon.cc"))})
     node.port = int((node.dir / "port").read_text())  # type: ignore[attr-defined]
     node.version = request.param  # type: ignore[attr-defined]
     try:
@@ -155,6 +162,45 @@ def test_threadpool_jobs_per_kind(server):
         s = kinds[k]
         assert 0 < s["p50_us"] <= s["p99_us"] <= s["max_us"], s
         assert s["run"]["max_us"] <= s["max_us"] and s["wait"]["max_us"] <= s["max_us"], s
+    assert_nothing_left(server.pid)
+
+
+def test_threadpool_addon_jobs(server):
+    """A native add-on's jobs (tests/fixtures/pool_addon.cc, built with g++),
+    queued through N-API and with uv_queue_work called directly: counted and
+    named by the add-on's own C functions (its execute callback, its work
+    callback, symbolized from the .node file), and timed, the run of each
+    being its 40 ms sleep. Direct uv_queue_work jobs are timed only where
+    uv__queue_work starts with an emulated instruction (node 26); before,
+    they are counted untimed (tracing/threadpool.py says why)."""
+    napi, uv, ms = 6, 5, 40
+    t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json")
+    try:
+        assert get(server, f"/addon?napi={napi}&uv={uv}&ms={ms}") == "queued"
+        rc, out, err = t.stop()
+    finally:
+        t.kill()
+    assert rc == 0, err
+    doc = json_line(out, "trace threadpool")
+    validate_output(doc, "trace")
+    kinds = {k["kind"]: k for k in doc["kinds"]}
+    untimed = {u["kind"]: u["count"] for u in doc.get("untimed", [])}
+    want_timed = {"pool_napi_sleep": napi}
+    if major(server.version) >= 26:
+        want_timed["pool_uv_sleep"] = uv
+        assert untimed == {}, doc
+    else:
+        assert untimed == {"pool_uv_sleep": uv}, doc
+    got = {k: kinds[k]["count"] if k in kinds else 0 for k in want_timed}
+    assert got == want_timed, doc["kinds"]
+    for name, n in got.items():
+        k = kinds[name]
+        run = k["run"]
+        # p50 is the upper bound of its bucket, capped at max: >= 40 ms puts
+        # the median run in the 32-65 ms bucket, and no run took longer.
+        assert ms * 1000 <= run["p50_us"] <= run["max_us"] < 65536, (name, run)
+        assert run["max_us"] <= k["max_us"] and k["wait"]["max_us"] <= k["max_us"], k
+        assert sum(b["count"] for b in k["histogram"] if b["low"] >= 32768) == n, k
     assert_nothing_left(server.pid)
 
 
@@ -363,3 +409,55 @@ def test_catch_killed_while_stopped(server, tmp_path):
                 os.kill(int(gdb_pid.read_text()), signal.SIGKILL)
             except (ProcessLookupError, ValueError):
                 pass
+
+
+def test_catch_bpftrace_killed_while_stopped(tmp_path):
+    """bpftrace itself SIGKILLed while the target is stopped at the failing
+    call, before it could hand the catch over (it is frozen first, so the
+    kernel's probe stops the target but nothing reads its report): catch
+    continues the target (the stopped request completes, its own counter
+    advances), nothing stays attached (another failing close runs through),
+    no core is written, and catch ends with one `v8dbg:` line, exit 1."""
+    node = LiveNode(VERSIONS[-1], "trace_server.js")
+    node.port = int((node.dir / "port").read_text())  # type: ignore[attr-defined]
+    core = tmp_path / "core"
+    proc = subprocess.Popen([sys.executable, "-m", "v8dbg", "catch", "--pid", str(node.pid),
+                             "--syscall", "close", "--errno", "EBADF", "--core", str(core)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        err = ""
+        while TRACING_LINE not in err:
+            line = proc.stderr.readline()  # type: ignore[union-attr]
+            assert line, f"catch ended before attaching: {err}{proc.communicate()}"
+            err += line
+        engines = _bpftrace_of(node.pid)
+        assert len(engines) == 1, engines
+        bpf = int(engines[0])
+        os.kill(bpf, signal.SIGSTOP)
+        before = int(get(node, "/tick").split()[1])
+        conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=20)
+        conn.request("GET", "/bad")  # the target stops inside close()
+        deadline = time.time() + 30
+        while _state(node.pid) not in ("T", "t"):
+            assert time.time() < deadline, "the target never stopped"
+            time.sleep(0.02)
+        os.kill(bpf, signal.SIGKILL)
+        out, rest = proc.communicate(timeout=60)
+        err += rest
+        assert conn.getresponse().read() == b"EBADF"  # continued: the stopped request completes
+        conn.close()
+        assert int(get(node, "/tick").split()[1]) == before + 1
+        assert get(node, "/bad") == "EBADF"  # no probe left to stop it again
+        assert _state(node.pid) not in ("T", "t")
+        assert proc.returncode == 1, (proc.returncode, err)
+        said = [ln for ln in err.splitlines() if not ln.startswith(TRACING_LINE)]
+        assert len(said) == 1 and said[0].startswith("v8dbg: bpftrace was killed (SIGKILL)"), err
+        assert f"process {node.pid} was continued" in said[0], said
+        assert not core.exists()
+        assert not _bpftrace_of(node.pid)
+        assert_nothing_left(node.pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        node.close()

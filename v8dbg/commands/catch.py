@@ -25,6 +25,7 @@ from .standalone import Parser, run
 USAGE = "catch --pid PID --syscall NAME [--errno E] [--core FILE] [--count N] [--json]"
 SUMMARY = "stop a running node process when a system call fails, write a core, let it run on"
 STOP_WAIT = 5.0
+RELEASE_WAIT = 5.0  # seconds to watch for a stop the probe sent as bpftrace ended
 
 
 def parser() -> argparse.ArgumentParser:
@@ -100,7 +101,7 @@ def _stopped(pid: int) -> bool:
 def _catch(args: argparse.Namespace, code: int | None) -> int:
     from ..inferior.bpftrace import TRACEFS, check_privileges, engine, ensure_tracefs
     from ..inferior.corewrite import gcore
-    from ..inferior.watchdog import Watchdog
+    from ..inferior.watchdog import Watchdog, release
     from . import trace
 
     pid = args.pid
@@ -146,14 +147,30 @@ def _catch(args: argparse.Namespace, code: int | None) -> int:
     # If this process dies with the target stopped (SIGKILL while the core
     # is written), the watchdog continues it once bpftrace and gdb are gone.
     dog = Watchdog(pid)
+    failed: V8DbgError | None = None
+    continued = False
     try:
         _out, why, elapsed = trace.run_program(pid, program(pid, args.syscall, code, args.count),
                                                args.duration, unsafe=True, syscalls=True,
                                                on_lines=on_lines, on_start=dog.watch)
+    except V8DbgError as e:
+        failed = e
     finally:
-        if _stopped(pid):
-            _resume(pid)  # never leave it stopped, whatever went wrong
+        if len(caught) < args.count:
+            # The probe was still armed as bpftrace ended (it died, the time
+            # ran out, Ctrl-C): a last hit may have stopped the target with
+            # nothing left to write its core and continue it. Never leave it
+            # stopped, also when the stop lands a moment later.
+            continued = release(pid, [], time.monotonic() + RELEASE_WAIT)
+        elif _stopped(pid):
+            _resume(pid)
         dog.done()
+    if failed is not None:
+        if continued:
+            raise V8DbgError(f"{failed} while catching {args.syscall}(); process {pid} was "
+                             f"continued from the failing call it was stopped at, without a "
+                             f"core ({len(caught)} of {args.count} caught)")
+        raise failed
     if len(caught) < args.count:
         what = f"{args.syscall}() failing" + (f" with {args.errno}" if args.errno else "")
         if why == "exited":

@@ -145,7 +145,9 @@ def _trace(args: argparse.Namespace) -> int:
     program = mod.program(sites, exe, args.pid, elf)
     out, why, elapsed = run_program(args.pid, program, args.duration,
                                     syscalls=args.what == "http")
-    report = mod.decode(out, sites) if args.what == "gc" else mod.decode(out, elf)
+    report = (mod.decode(out, sites) if args.what == "gc"
+              else threadpool.decode(out, elf, args.pid) if args.what == "threadpool"
+              else mod.decode(out, elf))
     from . import trace_output
     text = (trace_output.to_json(args.what, report, elapsed) if args.json
             else trace_output.to_text(args.what, report, args.pid, elapsed))

@@ -96,6 +96,7 @@ class Run:
         self.out = Output()
         self._err: list[str] = []
         self._buf = b""
+        self._ebuf = b""
         self._ended = False
         self.attached = False
         self.probes = 0
@@ -124,8 +125,14 @@ class Run:
             except BlockingIOError:
                 continue
             if f is self.proc.stderr:
-                self._err += [ln for ln in data.decode("utf-8", "replace").splitlines()
-                              if ln.strip() and not any(n in ln for n in _NOISE)]
+                # Whole lines only: a read may end mid-line, and the noise is
+                # told by what its line holds.
+                self._ebuf += data
+                *whole, self._ebuf = self._ebuf.split(b"\n")
+                if not data and self._ebuf:
+                    whole, self._ebuf = [*whole, self._ebuf], b""
+                self._err += [t for t in (ln.decode("utf-8", "replace") for ln in whole)
+                              if t.strip() and not any(n in t for n in _NOISE)]
                 continue
             if not data:
                 self._ended = True
@@ -182,14 +189,23 @@ class Run:
 
     def failure(self) -> str:
         """Why bpftrace stopped, in one line."""
-        err = " ".join(self._err).strip()
+        tail = self._ebuf.decode("utf-8", "replace")
+        err = " ".join([*self._err, *([tail] if not any(n in tail for n in _NOISE) else [])])
+        err = err.strip()
         low = err.lower()
         if "operation not permitted" in low or "permission denied" in low:
             return ("BPF is not permitted here (a container without CAP_BPF/CAP_PERFMON, "
                     f"or kernel.unprivileged_bpf_disabled): {err[:300]}")
         if process_gone(self.pid):
             return f"process {self.pid} exited"
-        return f"bpftrace failed: {err[:400] or f'exit status {self.proc.returncode}'}"
+        rc = self.proc.returncode
+        if not err and rc is not None and rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            return f"bpftrace was killed ({name})"
+        return f"bpftrace failed: {err[:400] or f'exit status {rc}'}"
 
     # -- stopping ------------------------------------------------------------
 

@@ -52,14 +52,15 @@ def _alive(pid: int) -> bool:
     return st is not None
 
 
-def release(target: int, helpers: list[int], deadline: float) -> None:
+def release(target: int, helpers: list[int], deadline: float) -> bool:
     """Wait for the helpers to end (SIGTERM, then SIGKILL, to those still
     running after 5 s: they are the dead tool's), continuing the target
     whenever it is stopped and no debugger holds it (a gdb writing a core
     is waited for, not killed), until it has run untraced and unstopped
-    for QUIET seconds with no helper left."""
+    for QUIET seconds with no helper left. True if it had to continue it."""
     asked = time.monotonic()
     quiet_since: float | None = None
+    continued = False
     while time.monotonic() < deadline:
         helpers = [h for h in helpers if _alive(h)]
         for h in helpers:
@@ -70,21 +71,23 @@ def release(target: int, helpers: list[int], deadline: float) -> None:
                     pass
         st = status(target)
         if st is None:
-            return
+            return continued
         state, tracer = st
         if state in ("T", "t") and tracer == 0:
             try:
                 os.kill(target, signal.SIGCONT)
             except ProcessLookupError:
-                return
+                return continued
+            continued = True
             quiet_since = None
         elif state not in ("T", "t") and tracer == 0 and not helpers:
             quiet_since = quiet_since or time.monotonic()
             if time.monotonic() - quiet_since >= QUIET:
-                return
+                return continued
         else:
             quiet_since = None
         time.sleep(POLL)
+    return continued
 
 
 def main(argv: list[str]) -> int:

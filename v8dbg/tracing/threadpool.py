@@ -7,14 +7,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..errors import V8DbgError
+from ..inferior.backend import proc_maps
 from ..inferior.bpftrace import Output
-from ..inferior.elf import ElfFile
+from ..inferior.elf import ElfFile, open_elf
+from ..inferior.process import LoadedModule
 from ..inferior.uprobes import cheap_entry
 from ..v8.probes import Sites, class_of_vtable, function_at
 from .histogram import Histogram
 
 SITES = ["uv_queue_work", "uv_work_submit", "uv_work_functions", "node_pool_work"]
-OPTIONAL = ["uv_once"]
+OPTIONAL = ["uv_once", "napi_work_vtable"]
 
 # libuv's own jobs, by the work function the pool runs for them.
 LIBUV_KINDS = {"uv__fs_work": "FSReq", "uv__getaddrinfo_work": "GetAddrInfo",
@@ -34,7 +37,15 @@ def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
     calls the job's work_cb, and where uv__queue_work's first instruction
     would be single-stepped node's ThreadPoolWork callback is probed in its
     place; other work_cbs (an add-on calling uv_queue_work itself) are then
-    counted when queued but not timed."""
+    counted when queued, by their function, but not timed: timing them
+    would need uv__queue_work's entry (single-stepped: ~20 µs on every
+    uv_queue_work job, node's own too), a probe inside libuv's worker() on
+    its direct calls around the job (bpftrace 0.17 as the distribution builds
+    it refuses any probe off a function's start: it cannot check the
+    instruction boundary), or the entries of what worker() calls there,
+    uv_mutex_lock/unlock (about 11 hits a job from all of node). An N-API
+    async work is one of node's jobs, named by the add-on's execute callback
+    rather than by node's class."""
     f = sites.facts
     queue_fn = sites.addrs.get("uv_work_functions.0")  # uv__queue_work
     node_fn = sites.addr("node_pool_work")
@@ -56,11 +67,12 @@ def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
         site = (f"uprobe:{exe}:{sites.addr('uv_once'):#x} /pid == {pid}/ {{\n"
                 f"  $ret = *(uint64 *)reg(\"sp\");\n  if ($ret == {ret:#x})")
         req, cb = f'reg("{reg}")', f'*(uint64 *)(reg("{reg}") + {f["uv_work_t_work_cb"]})'
+    napi = _napi_work(elf, sites, req)
     queue_job = f"""{{
   $w = {req} + {req_off};
   $k = {cb};
   $timed = {1 if time_queue else 0};
-  if ($k == {node_fn:#x}) {{ $k = *(uint64 *)({req} - {tpw_off}); $timed = 1; }}
+  if ($k == {node_fn:#x}) {{ $k = *(uint64 *)({req} - {tpw_off}); $timed = 1;{napi} }}
   if ($timed) {{ @tp_q[$w] = ($k, nsecs); }}
   else {{ @tp_untimed[$k] = count(); }}
 }}"""
@@ -132,6 +144,19 @@ def _once_site(elf: ElfFile, sites: Sites, caller: int, fact_name: str,
     return (ret, *fact[1:])
 
 
+def _napi_work(elf: ElfFile, sites: Sites, req: str) -> str:
+    """bpftrace statements that, for a job whose vtable ($k) is N-API's
+    async work class, take the add-on's execute callback as its kind; ""
+    where the line's table or the binary lacks them."""
+    vt = sites.addrs.get("napi_work_vtable")
+    off = sites.facts.get("napi_work_execute")
+    span = elf.symbol_start(vt) if vt is not None else None
+    if vt is None or off is None or span is None or span[0] != vt or not span[1]:
+        return ""
+    return (f"\n    if ($k >= {vt:#x} && $k < {vt + span[1]:#x}) "
+            f"{{ $k = *(uint64 *)({req} + {off}); }}")
+
+
 def _value(where: str) -> str:
     """A bpftrace expression for a register ("r14") or a caller's frame slot ("bp-0x30")."""
     if "-" in where:
@@ -176,9 +201,38 @@ class PoolReport:
     untimed: list[Untimed] = field(default_factory=list)
 
 
-def kind_name(elf: ElfFile, addr: int) -> str:
+class MappedFunctions:
+    """The functions of the other files a live process mapped (an add-on's
+    .node), by runtime address: /proc/PID/maps read once, each file's
+    symbol table read from the file when first asked."""
+
+    def __init__(self, pid: int) -> None:
+        self.maps = [m for m in proc_maps(pid) if not m.path.endswith(" (deleted)")]
+        self._files: dict[str, tuple[ElfFile, list] | None] = {}
+
+    def name(self, addr: int) -> str | None:
+        m = next((m for m in self.maps if m.start <= addr < m.end), None)
+        if m is None:
+            return None
+        if m.path not in self._files:
+            try:
+                elf = open_elf(m.path)
+                same = [(x.start, x.end, x.offset) for x in self.maps if x.path == m.path]
+                self._files[m.path] = (elf, elf.loader_links(same))
+            except (V8DbgError, OSError, ValueError):
+                self._files[m.path] = None
+        found = self._files[m.path]
+        if found is None:
+            return None
+        elf, links = found
+        link = LoadedModule(m.start, m.end, m.offset, m.path, elf, links=links).link_address(addr)
+        return function_at(elf, link) if link is not None else None
+
+
+def kind_name(elf: ElfFile, addr: int, mapped: MappedFunctions | None = None) -> str:
     """A job's kind: node's job class (PBKDF2, Scrypt, Zlib...), libuv's own
-    job (FSReq...), or an add-on's work function."""
+    job (FSReq...), or an add-on's work function (its N-API execute
+    callback or uv_queue_work's work_cb), from the add-on's file."""
     cls = class_of_vtable(elf, addr)
     if cls:
         # node::crypto::DeriveBitsJob<node::crypto::PBKDF2Traits> -> PBKDF2
@@ -187,7 +241,7 @@ def kind_name(elf: ElfFile, addr: int) -> str:
             return arg.group(1)
         name = cls.rsplit("::", 1)[-1]
         return name[:-len("Stream")] if name.endswith("Stream") and len(name) > 6 else name
-    fn = function_at(elf, addr)
+    fn = function_at(elf, addr) or (mapped.name(addr) if mapped is not None else None)
     if fn:
         base = fn.split("(")[0]
         return LIBUV_KINDS.get(base, base)
@@ -200,17 +254,20 @@ def _stage(hists: dict, maxes: dict, key: str) -> Stage:
     return Stage(h.percentile(50, mx), h.percentile(99, mx), mx, h)
 
 
-def decode(out: Output, elf: ElfFile) -> PoolReport:
+def decode(out: Output, elf: ElfFile, pid: int | None = None) -> PoolReport:
+    """The report; an add-on's functions are named from the files process
+    `pid` maps (read now: while it still runs)."""
     m = out.maps
+    mapped = MappedFunctions(pid) if pid is not None else None
     counts = m.get("@tp_count") or {}
     kinds = []
     for key, n in counts.items():  # type: ignore[union-attr]
-        kinds.append(PoolKind(kind_name(elf, int(key)), f"{int(key):#x}", int(n),
+        kinds.append(PoolKind(kind_name(elf, int(key), mapped), f"{int(key):#x}", int(n),
                               _stage(m.get("@tp_lat") or {}, m.get("@tp_lat_max") or {}, key),  # type: ignore[arg-type]
                               _stage(m.get("@tp_wait") or {}, m.get("@tp_wait_max") or {}, key),  # type: ignore[arg-type]
                               _stage(m.get("@tp_run") or {}, m.get("@tp_run_max") or {}, key)))  # type: ignore[arg-type]
     kinds.sort(key=lambda k: (-k.count, k.kind))
-    untimed = [Untimed(kind_name(elf, int(key)), f"{int(key):#x}", int(n))
+    untimed = [Untimed(kind_name(elf, int(key), mapped), f"{int(key):#x}", int(n))
                for key, n in (m.get("@tp_untimed") or {}).items()]  # type: ignore[union-attr]
     untimed.sort(key=lambda u: (-u.count, u.kind))
     return PoolReport(kinds, out.lost, untimed)

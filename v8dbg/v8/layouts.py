@@ -801,7 +801,11 @@ def node_provider_offsets(version: tuple[int, ...]) -> list[int]:
 # Parser::on_headers_complete for the llhttp callbacks. A uv_work_t keeps
 # work_cb at +72 and its uv__work at +88; node's ThreadPoolWork (vtable,
 # env_, then work_req_) puts every job of its own through one lambda, so the
-# vtable at req-16 names the job's class. HTTP: node's llhttp callbacks
+# vtable at req-16 names the job's class; an add-on's N-API async work is
+# such a job (node_api.cc's uvimpl::Work), whose execute callback, the
+# add-on's function, sits at req+152 on every pinned line (its
+# DoThreadPoolWork thunk reads it at this+0xa8 from the ThreadPoolWork part).
+# HTTP: node's llhttp callbacks
 # (Parser::Proxy<...>::Raw(llhttp_t*, ...)); llhttp_t keeps the method byte
 # at +73.
 _GC_SITES_OLD = {
@@ -847,6 +851,8 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         "uv_work_submit_once": (0x3a, "r12", "bp-0x30"),
         "uv_work_t_work_cb": 72,
         "ThreadPoolWork_work_req": 16,
+        "napi_work_vtable": "_ZTVN12_GLOBAL__N_16uvimpl4WorkE",
+        "napi_work_execute": 152,
         "llhttp_method": 73,
         # v8::GCType bits, as perf_hooks' entry.detail.kind has them.
         "gc_types": {1: "scavenge", 2: "minor-mark-sweep", 4: "mark-compact",

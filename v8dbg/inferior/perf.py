@@ -2,7 +2,8 @@
 
 Each sampled thread gets a software clock event (PERF_COUNT_SW_CPU_CLOCK,
 counting the thread's own time on a CPU) that fires every 1/rate seconds
-of it. At each firing the kernel writes a sample into a ring buffer we map:
+of it on average (each period drawn at random around that, so that a loop
+cannot run in step with the clock). At each firing the kernel writes a sample into a ring buffer we map:
 the instruction pointer, the thread, a CLOCK_MONOTONIC time stamp, the user
 registers (rip, rsp, rbp: what the unwinder starts from) and a copy of the
 top of the user stack. The thread is interrupted for that copy, microseconds,
@@ -26,8 +27,10 @@ import ctypes
 import errno
 import mmap
 import os
+import random
 import select
 import struct
+import time
 from dataclasses import dataclass
 
 from ..errors import V8DbgError
@@ -37,9 +40,10 @@ from .ptrace import Snapshot, thread_ids
 SYS_PERF_EVENT_OPEN = 298  # x86-64
 PERF_TYPE_SOFTWARE = 1
 PERF_COUNT_SW_CPU_CLOCK = 0
-SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME = 1 << 0, 1 << 1, 1 << 2
+SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME, SAMPLE_READ = 1 << 0, 1 << 1, 1 << 2, 1 << 4
 SAMPLE_REGS_USER, SAMPLE_STACK_USER = 1 << 12, 1 << 13
-SAMPLE_TYPE = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_REGS_USER | SAMPLE_STACK_USER
+SAMPLE_TYPE = (SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_READ | SAMPLE_REGS_USER
+               | SAMPLE_STACK_USER)
 # perf_event_x86_regs: bp 6, sp 7, ip 8; a sample lists them in that order.
 REGS_MASK = (1 << 6) | (1 << 7) | (1 << 8)
 # attr flag bits
@@ -48,6 +52,8 @@ F_USE_CLOCKID = 1 << 25
 CLOCK_MONOTONIC = 1
 ATTR_SIZE = 112  # PERF_ATTR_SIZE_VER5: up to sample_max_stack
 IOC_ENABLE, IOC_DISABLE = 0x2400, 0x2401
+IOC_PERIOD = 0x40082404  # _IOW('$', 4, u64)
+JITTER = 0.25  # each period drawn from [1 - JITTER, 1 + JITTER] times the mean
 RECORD_LOST, RECORD_SAMPLE = 2, 9
 STACK_COPY = 65528 - 256  # the most a sample may hold, leaving room for its other fields
 RING_PAGES = 2048  # 8 MiB per thread: ~128 samples (a record is as long as the copy asked for)
@@ -114,6 +120,7 @@ class _Ring:
     buf: mmap.mmap
     size: int  # bytes of the data area
     last: Snapshot | None = None
+    clock: int = -1  # the thread's clock (its CPU ns) at its last sample read
 
 
 class PerfSampler:
@@ -132,6 +139,8 @@ class PerfSampler:
         self.exclude_kernel = False
         self.pages = RING_PAGES
         self.started = False  # events are enabled as they open once sampling has started
+        self._rng = random.Random(pid)
+        self._period = ctypes.c_uint64(self.period_ns)
 
     # -- opening ------------------------------------------------------------
 
@@ -283,7 +292,7 @@ class PerfSampler:
             rec = self._bytes(buf, size, tail, rsize)
             tail += rsize
             if rtype == RECORD_SAMPLE:
-                snap = self._sample(rec)
+                snap = self._sample(rec, r)
                 if snap is not None:
                     out.append(snap)
                 else:
@@ -292,7 +301,28 @@ class PerfSampler:
                 self.lost += struct.unpack_from("<Q", rec, 16)[0]
         # At the cap, what is left stays in the ring for the next read.
         struct.pack_into("<Q", buf, 1032, tail)
+        if out:
+            self._rearm(r)
         return out
+
+    def _rearm(self, r: _Ring) -> None:
+        """The next period of a thread's clock drawn at random around the
+        mean. A fixed period locks in step with a loop whose iterations
+        take a divisor of it, and then samples the same few places of it
+        over and over: shares 5 points off or more, from run to run. The
+        kernel restarts the clock at the new period; the thread's CPU time
+        since its last sample is taken off it, so the mean rate holds, but
+        never below the shortest period: the clock keeps that period until
+        the next read, which may come several samples later.
+        """
+        try:
+            now = struct.unpack("<Q", os.read(r.fd, 8))[0]
+        except (OSError, struct.error):
+            return
+        since = max(now - r.clock, 0) if r.clock >= 0 else 0
+        want = self.period_ns * self._rng.uniform(1 - JITTER, 1 + JITTER) - since
+        self._period.value = max(int(want), int(self.period_ns * (1 - JITTER)))
+        _ioctl(r.fd, IOC_PERIOD, ctypes.addressof(self._period))
 
     @staticmethod
     def _bytes(buf: mmap.mmap, size: int, at: int, n: int) -> bytes:
@@ -303,11 +333,13 @@ class PerfSampler:
         first = _PAGE + size - off
         return buf[off:_PAGE + size] + buf[_PAGE:_PAGE + n - first]
 
-    def _sample(self, rec: bytes) -> Snapshot | None:
-        """IP, PID/TID, TIME, REGS_USER (abi, bp, sp, ip), STACK_USER (size, data, dyn_size)."""
+    def _sample(self, rec: bytes, r: _Ring) -> Snapshot | None:
+        """IP, PID/TID, TIME, READ (the clock's count), REGS_USER (abi, bp,
+        sp, ip), STACK_USER (size, data, dyn_size)."""
         try:
-            _ip, _pid, tid, t, abi = struct.unpack_from("<QIIQQ", rec, 8)
-            at = 40
+            _ip, _pid, tid, t, count, abi = struct.unpack_from("<QIIQQQ", rec, 8)
+            r.clock = count
+            at = 48
             if abi == 0:  # no user registers: a kernel thread
                 return None
             bp, sp, ip = struct.unpack_from("<QQQ", rec, at)

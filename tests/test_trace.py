@@ -375,11 +375,7 @@ def test_catch_killed_while_stopped(server, tmp_path):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, V8DBG_GDB=str(slow_gdb)))
     try:
-        err = ""
-        while TRACING_LINE not in err:
-            line = proc.stderr.readline()  # type: ignore[union-attr]
-            assert line, f"catch ended before attaching: {err}{proc.communicate()}"
-            err += line
+        _wait_attached(proc)
         before = int(get(server, "/tick").split()[1])
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
         conn.request("GET", "/bad")  # closes a bad fd: the target stops inside close()
@@ -411,6 +407,16 @@ def test_catch_killed_while_stopped(server, tmp_path):
                 pass
 
 
+def _wait_attached(proc: subprocess.Popen) -> str:
+    """catch's stderr up to the line that says its probes are attached."""
+    err = ""
+    while TRACING_LINE not in err:
+        line = proc.stderr.readline()  # type: ignore[union-attr]
+        assert line, f"catch ended before attaching: {err}{proc.communicate()}"
+        err += line
+    return err
+
+
 def test_catch_bpftrace_killed_while_stopped(tmp_path):
     """bpftrace itself SIGKILLed while the target is stopped at the failing
     call, before it could hand the catch over (it is frozen first, so the
@@ -425,11 +431,7 @@ def test_catch_bpftrace_killed_while_stopped(tmp_path):
                              "--syscall", "close", "--errno", "EBADF", "--core", str(core)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        err = ""
-        while TRACING_LINE not in err:
-            line = proc.stderr.readline()  # type: ignore[union-attr]
-            assert line, f"catch ended before attaching: {err}{proc.communicate()}"
-            err += line
+        err = _wait_attached(proc)
         engines = _bpftrace_of(node.pid)
         assert len(engines) == 1, engines
         bpf = int(engines[0])

@@ -214,36 +214,51 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer
         nname[sel] = out
 
 
-_LUT: list = []  # the 4 ASCII digits of 0 .. 9999, made once
+_LUT: list = []  # the 4 ASCII digits of 0 .. 9999 as one little-endian word each, made once
 
 
-def _decimal(np, a) -> bytes:
-    """Non-negative integers (below 10**12) as `1,22,333` in ASCII, formatted in
-    bulk, four digits at a time from a table (the nodes and edges are most of
-    a snapshot's bytes)."""
-    a = np.asarray(a, dtype=np.int64).ravel()
-    if not len(a):
-        return b""
+def _digits(np, c, w: int):
+    """The column's numbers as w ASCII digits each, zero-padded on the left:
+    an (n, w) byte matrix, four digits at a time from a table."""
     if not _LUT:
         n = np.arange(10000)
         _LUT.append(np.stack([48 + n // 1000, 48 + n // 100 % 10, 48 + n // 10 % 10,
-                              48 + n % 10], axis=1).astype(np.uint8))
+                              48 + n % 10], axis=1).astype(np.uint8).view("<u4").ravel())
     lut = _LUT[0]
-    pows = 10 ** np.arange(1, 13, dtype=np.int64)
-    digits = 1 + np.searchsorted(pows, a, side="right")
-    width = int(digits.max())
-    lo = a % 10000
-    hi = a // 10000
-    parts = [lut[lo]]
-    if width > 4:
-        parts.insert(0, lut[hi % 10000])
-    if width > 8:
-        parts.insert(0, lut[hi // 10000])
-    cols = 4 * len(parts)
-    mat = np.empty((len(a), cols + 1), dtype=np.uint8)
-    mat[:, :cols] = np.concatenate(parts, axis=1)
-    mat[:, cols] = ord(",")
-    keep = np.arange(cols + 1)[None, :] >= (cols - digits)[:, None]
+    g = (w + 3) // 4
+    words = np.empty((len(c), g), dtype="<u4")
+    q = c
+    for j in range(g - 1, -1, -1):
+        words[:, j] = lut[q % 10000]
+        if j:
+            q = q // 10000
+    return words.view(np.uint8)[:, 4 * g - w:]
+
+
+def _decimal(np, cols) -> bytes:
+    """Rows of non-negative integers (parallel columns) as `1,22,333,...` in
+    ASCII, row after row, formatted in bulk (the nodes and edges are most of a
+    snapshot's bytes). Each column is as wide as its largest number, so that
+    the bytes made and then dropped (leading zeros) are few."""
+    n = len(cols[0])
+    if not n:
+        return b""
+    cols = [np.asarray(c).astype(np.int64, copy=False) for c in cols]
+    widths = [len(str(int(c.max()))) for c in cols]
+    total = sum(widths) + len(widths)
+    mat = np.empty((n, total), dtype=np.uint8)
+    keep = np.ones((n, total), dtype=bool)
+    pos = 0
+    for c, w in zip(cols, widths):
+        mat[:, pos:pos + w] = _digits(np, c, w)
+        mat[:, pos + w] = ord(",")
+        if w > 1:
+            # A number of d digits keeps the last d of its w.
+            lead = np.zeros(n, dtype=np.int8)
+            for p in range(1, w):
+                lead += c < 10 ** p
+            keep[:, pos:pos + w - 1] = np.arange(w - 1)[None, :] >= lead[:, None]
+        pos += w + 1
     return mat[keep].tobytes()[:-1]
 
 
@@ -389,7 +404,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         if trace:
             cols_a.append(np.zeros(len(sel), dtype=np.int64))
         cols_a.append(np.zeros(len(sel), dtype=np.int64))
-        emit_raw(b"," + _decimal(np, np.stack([x.astype(np.int64) for x in cols_a], axis=1)))
+        emit_raw(b"," + _decimal(np, cols_a))
         if progress is not None:
             progress.update(a, 2 * g.nodes)
     if native:
@@ -400,7 +415,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         if trace:
             cols_n.append(np.zeros(native, dtype=np.int64))
         cols_n.append(np.zeros(native, dtype=np.int64))
-        emit_raw(b"," + _decimal(np, np.stack([x.astype(np.int64) for x in cols_n], axis=1)))
+        emit_raw(b"," + _decimal(np, cols_n))
     emit("],\n\"edges\":[")
     E_EL = 1
     first = [E_EL, 1, 1 * k]
@@ -419,18 +434,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         src = np.repeat(np.arange(max(a, 1), b), np.diff(fe[max(a, 1):b + 1]))
         ok = keep[src] & keep[g.edge_to[lo:hi]]
         typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings)
-        to_rows = row_of[g.edge_to[lo:hi].astype(np.int64)] * k
-        block = np.stack([typed.kinds.astype(np.int64), typed.names.astype(np.int64),
-                          to_rows], axis=1)[ok]
+        block = [typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]] * k]
         xa, xb = np.searchsorted(xe.src, [max(a, 1), b])
         if xb > xa:
             # V8's edges that are no slot, merged in by source.
-            more = np.stack([xe.kinds[xa:xb].astype(np.int64),
-                             xe.names[xa:xb].astype(np.int64),
-                             row_of[xe.to[xa:xb]] * k], axis=1)
+            more = [xe.kinds[xa:xb], xe.names[xa:xb], row_of[xe.to[xa:xb]] * k]
             order = np.argsort(np.concatenate([src[ok], xe.src[xa:xb]]), kind="stable")
-            block = np.concatenate([block, more])[order]
-        if len(block):
+            block = [np.concatenate([x, y])[order] for x, y in zip(block, more)]
+        if len(block[0]):
             emit_raw(b"," + _decimal(np, block))
         if progress is not None:
             progress.update(g.nodes + b, 2 * g.nodes)

@@ -175,13 +175,21 @@ class _Namer:
         return self.s.add("")
 
 
+_CODECS = ("latin-1", "utf-16-le")  # a sequential string's, by its encoding
+
+
 def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer: _Namer,
                      nname) -> None:
     """Name sequential strings (most of a heap's strings) by their characters,
-    read from their pages in bulk rather than one string at a time."""
+    read from their pages in bulk rather than one string at a time: where each
+    string's characters are and how many is worked out in arrays, leaving only
+    the slicing, decoding and interning to a loop."""
     st = prog.values.s
     w = prog.heap_state.walker
     addr = g.node_addr[nodes]
+    um, inv = np.unique(maps[nodes], return_inverse=True)
+    one_all = np.array([bool(namer.sequential(int(m))) for m in um.tolist()], dtype=bool)[inv]
+    index, items = namer.s.index, namer.s.items
     for p in pages:
         lo = int(np.searchsorted(addr, np.uint64(p.start)))
         hi = int(np.searchsorted(addr, np.uint64(p.end)))
@@ -197,20 +205,25 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer
         buf = np.frombuffer(data, dtype=np.uint8)
         offs = (addr[lo:hi] - np.uint64(1 + p.start)).astype(np.int64)
         lens = buf[(offs + st.o_len)[:, None] + np.arange(4)].copy().view("<i4").ravel()
-        sizes = g.node_size[sel].astype(np.int64)
+        lens = lens.astype(np.int64)
+        one = one_all[lo:hi]
+        first = offs + np.where(one, st.o_chars1, st.o_chars2)
+        nb = np.minimum(np.maximum(lens, 0), MAX_NAME) * np.where(one, 1, 2)
+        bad = (lens < 0) | (first + nb > offs + g.node_size[sel].astype(np.int64))
         raw = bytes(buf)
         out = []
-        for i, o, n, size, m in zip(sel.tolist(), offs.tolist(), lens.tolist(), sizes.tolist(),
-                                    maps[sel].tolist()):
-            one = namer.sequential(int(m))
-            first = o + (st.o_chars1 if one else st.o_chars2)
-            nb = min(max(n, 0), MAX_NAME) * (1 if one else 2)
-            if n < 0 or first + nb > o + size:
-                out.append(namer.of_object("string", i and int(g.node_addr[i]), int(m)))
+        codecs = np.where(one, 0, 1).tolist()
+        for j, (f, e, c, b) in enumerate(zip(first.tolist(), (first + nb).tolist(), codecs,
+                                              bad.tolist())):
+            if b:
+                out.append(namer.of_object("string", int(addr[lo + j]), int(maps[sel[j]])))
                 continue
-            chunk = raw[first:first + nb]
-            text = chunk.decode("latin-1") if one else chunk.decode("utf-16-le", "surrogatepass")
-            out.append(namer.s.add(text))
+            text = raw[f:e].decode(_CODECS[c], "surrogatepass")
+            i = index.get(text)
+            if i is None:
+                i = index[text] = len(items)
+                items.append(text)
+            out.append(i)
         nname[sel] = out
 
 

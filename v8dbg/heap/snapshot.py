@@ -89,6 +89,7 @@ class _Namer:
                                            self.md.types.get("JS_PROXY_TYPE", 1 << 16))
         self.per_map: dict[int, tuple[int, int | None, str]] = {}
         self.seq: dict[int, bool | None] = {}
+        self.sfi_names: dict[int, str] = {}
 
     def of_map(self, m: int) -> tuple[int, int | None, str]:
         """(node type, name index or None when named per object, per-object rule)."""
@@ -156,6 +157,18 @@ class _Namer:
             self.seq[m] = got
         return got
 
+    def _debug_name(self, sfi: int) -> str:
+        """A SharedFunctionInfo's name, read once for it and all its closures
+        ('' when it cannot be read)."""
+        got = self.sfi_names.get(sfi)
+        if got is None:
+            try:
+                got = self.v.f.debug_name(sfi)
+            except (DecodeError, TargetMemoryError):
+                got = ""
+            self.sfi_names[sfi] = got
+        return got
+
     def of_object(self, rule: str, addr: int, m: int) -> int:
         """The name of an object its map does not name."""
         try:
@@ -164,9 +177,13 @@ class _Namer:
             if rule == "object":
                 return self.s.add(self.sh.name_of(addr, m))
             if rule == "closure":
-                return self.s.add(self.v.function_name(addr))
+                try:
+                    sfi = self.v.f.shared(addr)
+                except (DecodeError, TargetMemoryError):
+                    return self.s.add("")
+                return self.s.add(self._debug_name(sfi))
             if rule == "shared":
-                return self.s.add(self.v.f.debug_name(addr))
+                return self.s.add(self._debug_name(addr))
             if rule == "regexp":
                 src = self.h.field(addr, "JSRegExp", "source")
                 return self.s.add(self.v.s.text(src, MAX_NAME))

@@ -338,10 +338,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     namer = _Namer(prog, types, strings)
     maps = _node_maps(np, prog, g, c.pages)
     # Output order: root, (GC roots), groups, objects; graph node i > 0 is row i + 1.
-    kept = np.flatnonzero(keep)
+    # Node indices and rows in 32 bits where they fit (always, below MAX_NODES
+    # objects and as many buffers): half the memory of the per-node arrays.
+    ix = np.int32 if 2 * g.nodes < 2**31 else np.int64
+    kept = np.flatnonzero(keep).astype(ix)
     rows = len(kept) + 1  # + (GC roots)
-    row_of = np.full(g.nodes, -1, dtype=np.int64)
-    row_of[kept] = np.arange(len(kept)) + (kept > 0)
+    row_of = np.full(g.nodes, -1, dtype=ix)
+    row_of[kept] = np.arange(len(kept), dtype=ix)
+    row_of[kept[kept > 0]] += 1
     ntype = np.zeros(g.nodes, dtype=np.uint8)
     nname = np.zeros(g.nodes, dtype=np.uint32)
     synth = types.index("synthetic")
@@ -374,12 +378,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             continue
         check_interrupted()
         nname[sel] = [namer.of_object(rule, int(g.node_addr[i]), int(m)) for i in sel.tolist()]
+    del objs, om, order
     if seq_parts:
         _name_sequential(np, prog, g, np.sort(np.concatenate(seq_parts)), maps, c.pages,
                          namer, nname)
+    del seq_parts
     # Edges of kept nodes to kept nodes, typed in chunks (their counts first).
     fe = g.first_edge
-    counts = np.zeros(g.nodes, dtype=np.int64)
+    counts = np.zeros(g.nodes, dtype=np.int32)
     edge_chunks: list[tuple[int, int]] = []  # node ranges
     for a in range(0, g.nodes, CHUNK):
         b = min(a + CHUNK, g.nodes)
@@ -392,11 +398,15 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     # graph index g.nodes + k.
     bd = buffer_data(prog, g, keep, maps)
     native = len(bd.stores)
-    row_of = np.concatenate([row_of, rows + np.arange(native, dtype=np.int64)])
+    row_of = np.concatenate([row_of, rows + np.arange(native, dtype=ix)])
     if len(bd.src):
         xe = _with_buffers(np, xe, bd.src, g.nodes + bd.data, strings.add("backing_store"))
-    counts += np.bincount(xe.src, minlength=g.nodes)
-    total_edges = 1 + len(xe.globals) + len(g.root_names) + int(counts[kept[kept > 0]].sum())
+    xs, xn = np.unique(xe.src, return_counts=True)
+    counts[xs] += xn.astype(np.int32)
+    del xs, xn
+    # Node 0's edges are written apart (to (GC roots) and the globals).
+    total_edges = 1 + len(xe.globals) + len(g.root_names) + \
+        int(counts.sum(where=keep, dtype=np.int64)) - int(counts[0])
     # Header.
     k = len(fields)
     head = {"meta": meta, "node_count": rows + native, "edge_count": total_edges,
@@ -413,24 +423,23 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
 
     emit('{"snapshot":' + json.dumps(head, separators=(",", ":")) + ",\n\"nodes\":[")
     first_obj = 5 + 2 * len(g.root_names)
-    ids = np.zeros(g.nodes, dtype=np.int64)
-    ids[0] = 1
-    ids[1:g.first_object] = 5 + 2 * np.arange(len(g.root_names))
-    ids[g.first_object:] = first_obj + 2 * np.arange(g.nodes - g.first_object)
+
+    def ids(sel):
+        """V8-style odd ids of graph nodes > 0: the groups 5, 7, ..., the objects after."""
+        sel = sel.astype(np.int64)
+        return np.where(sel < g.first_object, 3 + 2 * sel,
+                        first_obj + 2 * (sel - g.first_object))
     trace = "trace_node_id" in fields
     # The root: one edge, to (GC roots); (GC roots): one edge per group.
     cols = [synth, nname[0], 1, 0, 1 + len(xe.globals)] + ([0] if trace else []) + [0]
     cols2 = [synth, gc_roots, 3, 0, len(g.root_names)] + ([0] if trace else []) + [0]
     emit(",".join(map(str, cols + cols2)))
-    ncount = counts.copy()
-    ncount[0] = 0
     for a in range(1, g.nodes, CHUNK):
         check_interrupted()
-        sel = kept[(kept >= a) & (kept < a + CHUNK)]
+        sel = kept[np.searchsorted(kept, a):np.searchsorted(kept, a + CHUNK)]
         if not len(sel):
             continue
-        cols_a = [ntype[sel], nname[sel], ids[sel], g.node_size[sel].astype(np.int64),
-                  ncount[sel]]
+        cols_a = [ntype[sel], nname[sel], ids(sel), g.node_size[sel], counts[sel]]
         if trace:
             cols_a.append(np.zeros(len(sel), dtype=np.int64))
         cols_a.append(np.zeros(len(sel), dtype=np.int64))
@@ -464,11 +473,11 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         src = np.repeat(np.arange(max(a, 1), b), np.diff(fe[max(a, 1):b + 1]))
         ok = keep[src] & keep[g.edge_to[lo:hi]]
         typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings)
-        block = [typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]] * k]
+        block = [typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]].astype(np.int64) * k]
         xa, xb = np.searchsorted(xe.src, [max(a, 1), b])
         if xb > xa:
             # V8's edges that are no slot, merged in by source.
-            more = [xe.kinds[xa:xb], xe.names[xa:xb], row_of[xe.to[xa:xb]] * k]
+            more = [xe.kinds[xa:xb], xe.names[xa:xb], row_of[xe.to[xa:xb]].astype(np.int64) * k]
             order = np.argsort(np.concatenate([src[ok], xe.src[xa:xb]]), kind="stable")
             block = [np.concatenate([x, y])[order] for x, y in zip(block, more)]
         if len(block[0]):

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 MAX_NAME = 1024  # characters of a string node's name, as V8 cuts them
 CHUNK = 1 << 16  # nodes per chunk written
+ROWS = 1 << 17  # rows formatted at a time
 
 # V8's types of internal objects it files as code (GetSystemEntryType), by
 # instance type name without `_TYPE`.
@@ -273,6 +274,9 @@ def _decimal(np, cols) -> bytes:
     n = len(cols[0])
     if not n:
         return b""
+    if n > ROWS:
+        # A bounded matrix at a time (one node may have a million edges).
+        return b",".join(_decimal(np, [c[a:a + ROWS] for c in cols]) for a in range(0, n, ROWS))
     cols = [np.asarray(c).astype(np.int64, copy=False) for c in cols]
     widths = [len(str(int(c.max()))) for c in cols]
     total = sum(widths) + len(widths)
@@ -358,9 +362,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     om = maps[objs]
     is_js = np.zeros(g.nodes, dtype=bool)
     seq_parts: list[Any] = []  # sequential strings, named in bulk from their pages
-    order = np.argsort(om, kind="stable")
-    um, starts = np.unique(om[order], return_index=True)
-    bounds = np.append(starts, len(order))
+    # The objects grouped by map: each map's number among the few distinct ones
+    # sorted (a radix sort of small integers), not the 64-bit maps themselves.
+    um = np.unique(om)
+    code = np.searchsorted(um, om).astype(np.uint16 if len(um) < 1 << 16 else np.uint32)
+    del om
+    order = np.argsort(code, kind="stable").astype(ix)
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(code, minlength=len(um)))))
+    del code
     for k, m in enumerate(um.tolist()):
         sel = objs[order[bounds[k]:bounds[k + 1]]]
         kind, name, rule = namer.of_map(int(m))
@@ -378,7 +387,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             continue
         check_interrupted()
         nname[sel] = [namer.of_object(rule, int(g.node_addr[i]), int(m)) for i in sel.tolist()]
-    del objs, om, order
+    del objs, order
     if seq_parts:
         _name_sequential(np, prog, g, np.sort(np.concatenate(seq_parts)), maps, c.pages,
                          namer, nname)

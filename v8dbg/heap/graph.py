@@ -274,7 +274,9 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     type_p.append(np.full(len(names), E_ELEMENT, dtype=np.uint8))
     name_p.append(np.arange(len(names), dtype=np.uint32))
     notes: list[str] = []
+    late = [i for i, gr in enumerate(groups) if gr.late]
     for gi, g in enumerate(groups):
+        groups[gi] = None  # type: ignore[call-overload]  # its values let go once resolved
         notes.extend(g.notes)
         to, ok = resolve(g.values)
         to = np.unique(to[ok])
@@ -310,8 +312,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     edge_type = _cat(np, type_p, np.uint8)
     edge_name = _cat(np, name_p, np.uint32)
     g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
-              first, time.monotonic() - t0, notes,
-              [i for i, gr in enumerate(groups) if gr.late])
+              first, time.monotonic() - t0, notes, late)
     st.graphs[heap] = g
     return g
 
@@ -329,6 +330,11 @@ def _cat(np, parts: list, dtype):
     return out
 
 
+# Edges a step of the search takes at once: its temporaries, some 30 bytes
+# an edge, stay near 15 MB however wide a level of the heap is.
+REACH_EDGES = 1 << 19
+
+
 def reach(g: Graph) -> tuple[Any, Any]:
     """(reached, parent edge) per node: breadth first from the root, weak edges
     not followed; the parent edge of a node is the first edge that reached it
@@ -338,7 +344,8 @@ def reach(g: Graph) -> tuple[Any, Any]:
     np = numpy()
     n = g.nodes
     seen = np.zeros(n, dtype=bool)
-    parent = np.full(n, -1, dtype=np.int64)
+    # Edge indices in 32 bits where they fit (-1 for none): half the memory.
+    parent = np.full(n, -1, dtype=np.int32 if g.edges < 2**31 else np.int64)
     seen[0] = True
     # Root groups found conservatively are followed last: they start the
     # search again from what the others did not reach.
@@ -355,7 +362,7 @@ def reach(g: Graph) -> tuple[Any, Any]:
         # The frontier's edges in order, a bounded piece at a time: a node is
         # found by the first of them that reaches it.
         found = []
-        for idx in expand(np, fe, frontier):
+        for idx in expand(np, fe, frontier, REACH_EDGES):
             idx = idx[ty[idx] != E_WEAK]
             t = to[idx]
             new = ~seen[t]

@@ -359,6 +359,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     for i, n in enumerate(g.root_names):
         nname[1 + i] = strings.add(n)
     objs = kept[kept >= g.first_object]
+    del kept
     om = maps[objs]
     is_js = np.zeros(g.nodes, dtype=bool)
     seq_parts: list[Any] = []  # sequential strings, named in bulk from their pages
@@ -445,7 +446,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     emit(",".join(map(str, cols + cols2)))
     for a in range(1, g.nodes, CHUNK):
         check_interrupted()
-        sel = kept[np.searchsorted(kept, a):np.searchsorted(kept, a + CHUNK)]
+        sel = a + np.flatnonzero(keep[a:a + CHUNK])
         if not len(sel):
             continue
         cols_a = [ntype[sel], nname[sel], ids(sel), g.node_size[sel], counts[sel]]

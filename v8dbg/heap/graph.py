@@ -146,31 +146,34 @@ def _page_objects(np, prog: Program, p, nw) -> tuple[Any, Any, Any]:
     return starts, a[:, 2].astype(np.int64), a[:, 1]
 
 
-def _data_kinds(np, w, maps):
-    """Per object (by its map): whether its body is data, not tagged slots."""
+def _kinds(np, prog: Program, w, maps):
+    """Per object (by its map, the page's distinct maps sorted once): whether
+    its body is data, not tagged slots; and its weak kind (`_weak_kinds`)."""
+    if not len(maps):
+        return np.zeros(0, dtype=bool), np.zeros(0, dtype=np.uint8)
     um, inv = np.unique(maps, return_inverse=True)
-    return np.array([w.info(int(m))[0] in _DATA_KINDS for m in um], dtype=bool)[inv]
+    data = np.array([w.info(int(m))[0] in _DATA_KINDS for m in um.tolist()], dtype=bool)
+    return data[inv], _weak_kinds(np, prog, um)[inv]
 
 
 _STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS = range(4)
 
 
 def _weak_kinds(np, prog: Program, maps):
-    """Per object (by its map): whether some of its slots are weak though
-    tagged strong -- a WeakRef, a WeakCell, a WeakMap's or WeakSet's table."""
+    """Per map: whether some slots of its objects are weak though tagged
+    strong -- a WeakRef, a WeakCell, a WeakMap's or WeakSet's table."""
     h = prog.heap
     t = h.md.types
     kinds = {t.get("JS_WEAK_REF_TYPE"): _WEAK_REF, t.get("WEAK_CELL_TYPE"): _WEAK_CELL,
              t.get("EPHEMERON_HASH_TABLE_TYPE"): _EPHEMERONS}
     kinds.pop(None, None)
-    um, inv = np.unique(maps, return_inverse=True)
     out = []
-    for m in um.tolist():
+    for m in maps.tolist():
         try:
             out.append(kinds.get(h.map_type(int(m)), _STRONG))
         except (DecodeError, TargetMemoryError):
             out.append(_STRONG)
-    return np.array(out, dtype=np.uint8)[inv] if len(um) else np.zeros(0, np.uint8)
+    return np.array(out, dtype=np.uint8)
 
 
 def _weak_slots(np, md, kind, off):
@@ -239,7 +242,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         # Word indices and sizes in words fit 32 bits (a page is far smaller
         # than 16 GB): half the memory held between the passes.
         per_page.append((starts.astype(np.int32), sizes.astype(np.int32),
-                         _data_kinds(np, w, maps), _weak_kinds(np, prog, maps)))
+                         *_kinds(np, prog, w, maps)))
         count += len(starts)
         if count > MAX_NODES:
             raise V8DbgError(f"the heap holds more than {MAX_NODES} objects: too many "

@@ -72,6 +72,18 @@ def _reachable(prog: Program, heap: int) -> graph.Reachable:
         line.done()
 
 
+def _graph(prog: Program, heap: int) -> None:
+    """The heap's graph and what its roots reach, with a progress line while it
+    is built (for what needs the graph itself, not the census split by it)."""
+    if heap in prog.heap_state.graphs:
+        return
+    line = Progress("following references from the GC roots")
+    try:
+        graph.reach(graph.build(prog, heap, line))
+    finally:
+        line.done()
+
+
 def _shapes(prog: Program) -> Shapes:
     return prog.shapes
 
@@ -396,7 +408,7 @@ def _jsheapsnapshot(p: argparse.ArgumentParser):
         prog = sess.program()
         iso = _pick(prog, args)
         _census(prog, iso.heap)
-        _reachable(prog, iso.heap)
+        _graph(prog, iso.heap)
         line = Progress("writing the heap snapshot")
         to_stdout = args.output == "-"
         tmp = None

@@ -295,25 +295,31 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
     src_p, kind_p, name_p, to_p = [], [], [], []
     # Elements: the JS object's `elements` slot points at a FixedArray whose
     # slots from the third word on are element 0, 1, ...
-    js = np.flatnonzero(is_js & keep)
-    if len(js) and fixed is not None:
-        # The edge of each JS object at the elements offset, if any.
-        cnt = fe[js + 1] - fe[js]
-        srcs = np.repeat(js, cnt)
-        idx = (np.repeat(fe[js] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
-               + np.arange(int(cnt.sum()), dtype=np.int64))
-        at = (g.edge_name[idx] == o_elements) & (g.edge_type[idx] != gmod.E_WEAK)
-        owners, stores = srcs[at], g.edge_to[idx[at]].astype(np.int64)
-        um, inv = np.unique(node_map[stores], return_inverse=True)
-        ok = np.array([_map_type(h, m) == fixed for m in um.tolist()], dtype=bool)[inv] \
-            if len(um) else np.zeros(0, dtype=bool)
+    if fixed is not None:
+        # The edge of each JS object at the elements offset, if any: found
+        # among all edges by their offset (a mask of one byte per edge), then
+        # kept by their source, rather than by listing every JS object's edges.
+        at = np.flatnonzero((g.edge_name == o_elements) & (g.edge_type != gmod.E_WEAK))
+        srcs = np.searchsorted(fe, at, side="right") - 1
+        mine = (srcs >= g.first_object) & is_js[srcs] & keep[srcs]
+        # Node indices fit 32 bits (edge_to holds them so).
+        owners, stores = srcs[mine].astype(np.uint32), g.edge_to[at[mine]]
+        del at, srcs, mine
+        sm = node_map[stores]
+        fm = [m for m in np.unique(sm).tolist() if _map_type(h, m) == fixed]
+        ok = np.isin(sm, np.array(fm, dtype=np.uint64))
+        del sm
         owners, stores = owners[ok], stores[ok]
-        cnt = fe[stores + 1] - fe[stores]
+        start = fe[stores]
+        cnt = fe[stores + 1] - start
         own = np.repeat(owners, cnt)
-        idx = (np.repeat(fe[stores] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
-               + np.arange(int(cnt.sum()), dtype=np.int64))
+        del owners
+        start -= np.cumsum(cnt) - cnt
+        idx = np.repeat(start, cnt)
+        del start, stores
+        idx += np.arange(len(idx), dtype=np.int64)
         sel = (g.edge_name[idx] >= h.o_fa_data) & (g.edge_type[idx] != gmod.E_WEAK)
-        idx, own = idx[sel], own[sel]
+        idx, own = idx[sel], own[sel].astype(np.int64)
         to = g.edge_to[idx].astype(np.int64)
         live = keep[to]
         src_p.append(own[live])
@@ -325,8 +331,10 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
     globals_: list[int] = []
     notes: list[str] = []
     if glob is not None:
-        objs = np.flatnonzero(keep & (np.arange(g.nodes) >= g.first_object))
-        cand = objs[is_js[objs]]
+        mask = keep & is_js
+        mask[:g.first_object] = False
+        cand = np.flatnonzero(mask)
+        del mask
         maps = np.unique(node_map[cand])
         gm = [m for m in maps.tolist() if _map_type(h, m) == glob]
         for i in cand[np.isin(node_map[cand], gm)].tolist():
@@ -382,10 +390,12 @@ def buffer_data(prog: Program, g: gmod.Graph, keep, node_map) -> BufferData:
     src: list[int] = []
     data: list[int] = []
     if abt is not None:
-        objs = np.flatnonzero(keep & (np.arange(g.nodes) >= g.first_object))
-        um = np.unique(node_map[objs])
-        bm = [m for m in um.tolist() if _map_type(h, m) == abt]
-        for i in objs[np.isin(node_map[objs], bm)].tolist():
+        # The buffers' maps among all maps (a set, not a copy of the nodes'), then
+        # the kept objects that have one.
+        bm = [m for m in np.unique(node_map).tolist() if m and _map_type(h, m) == abt]
+        mask = keep & np.isin(node_map, np.array(bm, dtype=np.uint64))
+        mask[:g.first_object] = False
+        for i in np.flatnonzero(mask).tolist():
             try:
                 store, n = prog.values.array_buffer_store(int(g.node_addr[i]))
             except (DecodeError, TargetMemoryError):

@@ -146,31 +146,34 @@ def _page_objects(np, prog: Program, p, nw) -> tuple[Any, Any, Any]:
     return starts, a[:, 2].astype(np.int64), a[:, 1]
 
 
-def _data_kinds(np, w, maps):
-    """Per object (by its map): whether its body is data, not tagged slots."""
+def _kinds(np, prog: Program, w, maps):
+    """Per object (by its map, the page's distinct maps sorted once): whether
+    its body is data, not tagged slots; and its weak kind (`_weak_kinds`)."""
+    if not len(maps):
+        return np.zeros(0, dtype=bool), np.zeros(0, dtype=np.uint8)
     um, inv = np.unique(maps, return_inverse=True)
-    return np.array([w.info(int(m))[0] in _DATA_KINDS for m in um], dtype=bool)[inv]
+    data = np.array([w.info(int(m))[0] in _DATA_KINDS for m in um.tolist()], dtype=bool)
+    return data[inv], _weak_kinds(np, prog, um)[inv]
 
 
 _STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS = range(4)
 
 
 def _weak_kinds(np, prog: Program, maps):
-    """Per object (by its map): whether some of its slots are weak though
-    tagged strong -- a WeakRef, a WeakCell, a WeakMap's or WeakSet's table."""
+    """Per map: whether some slots of its objects are weak though tagged
+    strong -- a WeakRef, a WeakCell, a WeakMap's or WeakSet's table."""
     h = prog.heap
     t = h.md.types
     kinds = {t.get("JS_WEAK_REF_TYPE"): _WEAK_REF, t.get("WEAK_CELL_TYPE"): _WEAK_CELL,
              t.get("EPHEMERON_HASH_TABLE_TYPE"): _EPHEMERONS}
     kinds.pop(None, None)
-    um, inv = np.unique(maps, return_inverse=True)
     out = []
-    for m in um.tolist():
+    for m in maps.tolist():
         try:
             out.append(kinds.get(h.map_type(int(m)), _STRONG))
         except (DecodeError, TargetMemoryError):
             out.append(_STRONG)
-    return np.array(out, dtype=np.uint8)[inv] if len(um) else np.zeros(0, np.uint8)
+    return np.array(out, dtype=np.uint8)
 
 
 def _weak_slots(np, md, kind, off):
@@ -239,7 +242,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         # Word indices and sizes in words fit 32 bits (a page is far smaller
         # than 16 GB): half the memory held between the passes.
         per_page.append((starts.astype(np.int32), sizes.astype(np.int32),
-                         _data_kinds(np, w, maps), _weak_kinds(np, prog, maps)))
+                         *_kinds(np, prog, w, maps)))
         count += len(starts)
         if count > MAX_NODES:
             raise V8DbgError(f"the heap holds more than {MAX_NODES} objects: too many "
@@ -274,7 +277,9 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     type_p.append(np.full(len(names), E_ELEMENT, dtype=np.uint8))
     name_p.append(np.arange(len(names), dtype=np.uint32))
     notes: list[str] = []
+    late = [i for i, gr in enumerate(groups) if gr.late]
     for gi, g in enumerate(groups):
+        groups[gi] = None  # type: ignore[call-overload]  # its values let go once resolved
         notes.extend(g.notes)
         to, ok = resolve(g.values)
         to = np.unique(to[ok])
@@ -310,8 +315,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     edge_type = _cat(np, type_p, np.uint8)
     edge_name = _cat(np, name_p, np.uint32)
     g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
-              first, time.monotonic() - t0, notes,
-              [i for i, gr in enumerate(groups) if gr.late])
+              first, time.monotonic() - t0, notes, late)
     st.graphs[heap] = g
     return g
 
@@ -329,6 +333,11 @@ def _cat(np, parts: list, dtype):
     return out
 
 
+# Edges a step of the search takes at once: its temporaries, some 30 bytes
+# an edge, stay near 15 MB however wide a level of the heap is.
+REACH_EDGES = 1 << 19
+
+
 def reach(g: Graph) -> tuple[Any, Any]:
     """(reached, parent edge) per node: breadth first from the root, weak edges
     not followed; the parent edge of a node is the first edge that reached it
@@ -338,7 +347,8 @@ def reach(g: Graph) -> tuple[Any, Any]:
     np = numpy()
     n = g.nodes
     seen = np.zeros(n, dtype=bool)
-    parent = np.full(n, -1, dtype=np.int64)
+    # Edge indices in 32 bits where they fit (-1 for none): half the memory.
+    parent = np.full(n, -1, dtype=np.int32 if g.edges < 2**31 else np.int64)
     seen[0] = True
     # Root groups found conservatively are followed last: they start the
     # search again from what the others did not reach.
@@ -355,7 +365,7 @@ def reach(g: Graph) -> tuple[Any, Any]:
         # The frontier's edges in order, a bounded piece at a time: a node is
         # found by the first of them that reaches it.
         found = []
-        for idx in expand(np, fe, frontier):
+        for idx in expand(np, fe, frontier, REACH_EDGES):
             idx = idx[ty[idx] != E_WEAK]
             t = to[idx]
             new = ~seen[t]

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 MAX_NAME = 1024  # characters of a string node's name, as V8 cuts them
 CHUNK = 1 << 16  # nodes per chunk written
+ROWS = 1 << 17  # rows formatted at a time
 
 # V8's types of internal objects it files as code (GetSystemEntryType), by
 # instance type name without `_TYPE`.
@@ -89,6 +90,7 @@ class _Namer:
                                            self.md.types.get("JS_PROXY_TYPE", 1 << 16))
         self.per_map: dict[int, tuple[int, int | None, str]] = {}
         self.seq: dict[int, bool | None] = {}
+        self.sfi_names: dict[int, str] = {}
 
     def of_map(self, m: int) -> tuple[int, int | None, str]:
         """(node type, name index or None when named per object, per-object rule)."""
@@ -156,6 +158,18 @@ class _Namer:
             self.seq[m] = got
         return got
 
+    def _debug_name(self, sfi: int) -> str:
+        """A SharedFunctionInfo's name, read once for it and all its closures
+        ('' when it cannot be read)."""
+        got = self.sfi_names.get(sfi)
+        if got is None:
+            try:
+                got = self.v.f.debug_name(sfi)
+            except (DecodeError, TargetMemoryError):
+                got = ""
+            self.sfi_names[sfi] = got
+        return got
+
     def of_object(self, rule: str, addr: int, m: int) -> int:
         """The name of an object its map does not name."""
         try:
@@ -164,9 +178,13 @@ class _Namer:
             if rule == "object":
                 return self.s.add(self.sh.name_of(addr, m))
             if rule == "closure":
-                return self.s.add(self.v.function_name(addr))
+                try:
+                    sfi = self.v.f.shared(addr)
+                except (DecodeError, TargetMemoryError):
+                    return self.s.add("")
+                return self.s.add(self._debug_name(sfi))
             if rule == "shared":
-                return self.s.add(self.v.f.debug_name(addr))
+                return self.s.add(self._debug_name(addr))
             if rule == "regexp":
                 src = self.h.field(addr, "JSRegExp", "source")
                 return self.s.add(self.v.s.text(src, MAX_NAME))
@@ -175,13 +193,21 @@ class _Namer:
         return self.s.add("")
 
 
+_CODECS = ("latin-1", "utf-16-le")  # a sequential string's, by its encoding
+
+
 def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer: _Namer,
                      nname) -> None:
     """Name sequential strings (most of a heap's strings) by their characters,
-    read from their pages in bulk rather than one string at a time."""
+    read from their pages in bulk rather than one string at a time: where each
+    string's characters are and how many is worked out in arrays, leaving only
+    the slicing, decoding and interning to a loop."""
     st = prog.values.s
     w = prog.heap_state.walker
     addr = g.node_addr[nodes]
+    um, inv = np.unique(maps[nodes], return_inverse=True)
+    one_all = np.array([bool(namer.sequential(int(m))) for m in um.tolist()], dtype=bool)[inv]
+    index, items = namer.s.index, namer.s.items
     for p in pages:
         lo = int(np.searchsorted(addr, np.uint64(p.start)))
         hi = int(np.searchsorted(addr, np.uint64(p.end)))
@@ -197,53 +223,76 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer
         buf = np.frombuffer(data, dtype=np.uint8)
         offs = (addr[lo:hi] - np.uint64(1 + p.start)).astype(np.int64)
         lens = buf[(offs + st.o_len)[:, None] + np.arange(4)].copy().view("<i4").ravel()
-        sizes = g.node_size[sel].astype(np.int64)
+        lens = lens.astype(np.int64)
+        one = one_all[lo:hi]
+        first = offs + np.where(one, st.o_chars1, st.o_chars2)
+        nb = np.minimum(np.maximum(lens, 0), MAX_NAME) * np.where(one, 1, 2)
+        bad = (lens < 0) | (first + nb > offs + g.node_size[sel].astype(np.int64))
         raw = bytes(buf)
         out = []
-        for i, o, n, size, m in zip(sel.tolist(), offs.tolist(), lens.tolist(), sizes.tolist(),
-                                    maps[sel].tolist()):
-            one = namer.sequential(int(m))
-            first = o + (st.o_chars1 if one else st.o_chars2)
-            nb = min(max(n, 0), MAX_NAME) * (1 if one else 2)
-            if n < 0 or first + nb > o + size:
-                out.append(namer.of_object("string", i and int(g.node_addr[i]), int(m)))
+        codecs = np.where(one, 0, 1).tolist()
+        for j, (f, e, c, b) in enumerate(zip(first.tolist(), (first + nb).tolist(), codecs,
+                                              bad.tolist())):
+            if b:
+                out.append(namer.of_object("string", int(addr[lo + j]), int(maps[sel[j]])))
                 continue
-            chunk = raw[first:first + nb]
-            text = chunk.decode("latin-1") if one else chunk.decode("utf-16-le", "surrogatepass")
-            out.append(namer.s.add(text))
+            text = raw[f:e].decode(_CODECS[c], "surrogatepass")
+            i = index.get(text)
+            if i is None:
+                i = index[text] = len(items)
+                items.append(text)
+            out.append(i)
         nname[sel] = out
 
 
-_LUT: list = []  # the 4 ASCII digits of 0 .. 9999, made once
+_LUT: list = []  # the 4 ASCII digits of 0 .. 9999 as one little-endian word each, made once
 
 
-def _decimal(np, a) -> bytes:
-    """Non-negative integers (below 10**12) as `1,22,333` in ASCII, formatted in
-    bulk, four digits at a time from a table (the nodes and edges are most of
-    a snapshot's bytes)."""
-    a = np.asarray(a, dtype=np.int64).ravel()
-    if not len(a):
-        return b""
+def _digits(np, c, w: int):
+    """The column's numbers as w ASCII digits each, zero-padded on the left:
+    an (n, w) byte matrix, four digits at a time from a table."""
     if not _LUT:
         n = np.arange(10000)
         _LUT.append(np.stack([48 + n // 1000, 48 + n // 100 % 10, 48 + n // 10 % 10,
-                              48 + n % 10], axis=1).astype(np.uint8))
+                              48 + n % 10], axis=1).astype(np.uint8).view("<u4").ravel())
     lut = _LUT[0]
-    pows = 10 ** np.arange(1, 13, dtype=np.int64)
-    digits = 1 + np.searchsorted(pows, a, side="right")
-    width = int(digits.max())
-    lo = a % 10000
-    hi = a // 10000
-    parts = [lut[lo]]
-    if width > 4:
-        parts.insert(0, lut[hi % 10000])
-    if width > 8:
-        parts.insert(0, lut[hi // 10000])
-    cols = 4 * len(parts)
-    mat = np.empty((len(a), cols + 1), dtype=np.uint8)
-    mat[:, :cols] = np.concatenate(parts, axis=1)
-    mat[:, cols] = ord(",")
-    keep = np.arange(cols + 1)[None, :] >= (cols - digits)[:, None]
+    g = (w + 3) // 4
+    words = np.empty((len(c), g), dtype="<u4")
+    q = c
+    for j in range(g - 1, -1, -1):
+        words[:, j] = lut[q % 10000]
+        if j:
+            q = q // 10000
+    return words.view(np.uint8)[:, 4 * g - w:]
+
+
+def _decimal(np, cols) -> bytes:
+    """Rows of non-negative integers (parallel columns) as `1,22,333,...` in
+    ASCII, row after row, formatted in bulk (the nodes and edges are most of a
+    snapshot's bytes). Each column is as wide as its largest number, so that
+    the bytes made and then dropped (leading zeros) are few."""
+    n = len(cols[0])
+    if not n:
+        return b""
+    if n > ROWS:
+        # A bounded matrix at a time (one node may have a million edges).
+        return b",".join(_decimal(np, [c[a:a + ROWS] for c in cols]) for a in range(0, n, ROWS))
+    cols = [np.asarray(c).astype(np.int64, copy=False) for c in cols]
+    widths = [len(str(int(c.max()))) for c in cols]
+    total = sum(widths) + len(widths)
+    mat = np.empty((n, total), dtype=np.uint8)
+    keep = np.ones((n, total), dtype=bool)
+    pos = 0
+    for c, w in zip(cols, widths):
+        mat[:, pos:pos + w] = _digits(np, c, w)
+        mat[:, pos + w] = ord(",")
+        if w > 1:
+            # A number of d digits keeps the last d of its w.
+            lead = np.zeros(n, dtype=np.int8)
+            for p in range(1, w):
+                lead += c < 10 ** p
+            keep[:, pos:pos + w - 1] = np.arange(w - 1)[None, :] >= lead[:, None]
+        pos += w + 1
     return mat[keep].tobytes()[:-1]
 
 
@@ -293,10 +342,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     namer = _Namer(prog, types, strings)
     maps = _node_maps(np, prog, g, c.pages)
     # Output order: root, (GC roots), groups, objects; graph node i > 0 is row i + 1.
-    kept = np.flatnonzero(keep)
+    # Node indices and rows in 32 bits where they fit (always, below MAX_NODES
+    # objects and as many buffers): half the memory of the per-node arrays.
+    ix = np.int32 if 2 * g.nodes < 2**31 else np.int64
+    kept = np.flatnonzero(keep).astype(ix)
     rows = len(kept) + 1  # + (GC roots)
-    row_of = np.full(g.nodes, -1, dtype=np.int64)
-    row_of[kept] = np.arange(len(kept)) + (kept > 0)
+    row_of = np.full(g.nodes, -1, dtype=ix)
+    row_of[kept] = np.arange(len(kept), dtype=ix)
+    row_of[kept[kept > 0]] += 1
     ntype = np.zeros(g.nodes, dtype=np.uint8)
     nname = np.zeros(g.nodes, dtype=np.uint32)
     synth = types.index("synthetic")
@@ -306,12 +359,18 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     for i, n in enumerate(g.root_names):
         nname[1 + i] = strings.add(n)
     objs = kept[kept >= g.first_object]
+    del kept
     om = maps[objs]
     is_js = np.zeros(g.nodes, dtype=bool)
     seq_parts: list[Any] = []  # sequential strings, named in bulk from their pages
-    order = np.argsort(om, kind="stable")
-    um, starts = np.unique(om[order], return_index=True)
-    bounds = np.append(starts, len(order))
+    # The objects grouped by map: each map's number among the few distinct ones
+    # sorted (a radix sort of small integers), not the 64-bit maps themselves.
+    um = np.unique(om)
+    code = np.searchsorted(um, om).astype(np.uint16 if len(um) < 1 << 16 else np.uint32)
+    del om
+    order = np.argsort(code, kind="stable").astype(ix)
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(code, minlength=len(um)))))
+    del code
     for k, m in enumerate(um.tolist()):
         sel = objs[order[bounds[k]:bounds[k + 1]]]
         kind, name, rule = namer.of_map(int(m))
@@ -329,12 +388,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             continue
         check_interrupted()
         nname[sel] = [namer.of_object(rule, int(g.node_addr[i]), int(m)) for i in sel.tolist()]
+    del objs, order
     if seq_parts:
         _name_sequential(np, prog, g, np.sort(np.concatenate(seq_parts)), maps, c.pages,
                          namer, nname)
+    del seq_parts
     # Edges of kept nodes to kept nodes, typed in chunks (their counts first).
     fe = g.first_edge
-    counts = np.zeros(g.nodes, dtype=np.int64)
+    counts = np.zeros(g.nodes, dtype=np.int32)
     edge_chunks: list[tuple[int, int]] = []  # node ranges
     for a in range(0, g.nodes, CHUNK):
         b = min(a + CHUNK, g.nodes)
@@ -347,11 +408,15 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     # graph index g.nodes + k.
     bd = buffer_data(prog, g, keep, maps)
     native = len(bd.stores)
-    row_of = np.concatenate([row_of, rows + np.arange(native, dtype=np.int64)])
+    row_of = np.concatenate([row_of, rows + np.arange(native, dtype=ix)])
     if len(bd.src):
         xe = _with_buffers(np, xe, bd.src, g.nodes + bd.data, strings.add("backing_store"))
-    counts += np.bincount(xe.src, minlength=g.nodes)
-    total_edges = 1 + len(xe.globals) + len(g.root_names) + int(counts[kept[kept > 0]].sum())
+    xs, xn = np.unique(xe.src, return_counts=True)
+    counts[xs] += xn.astype(np.int32)
+    del xs, xn
+    # Node 0's edges are written apart (to (GC roots) and the globals).
+    total_edges = 1 + len(xe.globals) + len(g.root_names) + \
+        int(counts.sum(where=keep, dtype=np.int64)) - int(counts[0])
     # Header.
     k = len(fields)
     head = {"meta": meta, "node_count": rows + native, "edge_count": total_edges,
@@ -368,28 +433,27 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
 
     emit('{"snapshot":' + json.dumps(head, separators=(",", ":")) + ",\n\"nodes\":[")
     first_obj = 5 + 2 * len(g.root_names)
-    ids = np.zeros(g.nodes, dtype=np.int64)
-    ids[0] = 1
-    ids[1:g.first_object] = 5 + 2 * np.arange(len(g.root_names))
-    ids[g.first_object:] = first_obj + 2 * np.arange(g.nodes - g.first_object)
+
+    def ids(sel):
+        """V8-style odd ids of graph nodes > 0: the groups 5, 7, ..., the objects after."""
+        sel = sel.astype(np.int64)
+        return np.where(sel < g.first_object, 3 + 2 * sel,
+                        first_obj + 2 * (sel - g.first_object))
     trace = "trace_node_id" in fields
     # The root: one edge, to (GC roots); (GC roots): one edge per group.
     cols = [synth, nname[0], 1, 0, 1 + len(xe.globals)] + ([0] if trace else []) + [0]
     cols2 = [synth, gc_roots, 3, 0, len(g.root_names)] + ([0] if trace else []) + [0]
     emit(",".join(map(str, cols + cols2)))
-    ncount = counts.copy()
-    ncount[0] = 0
     for a in range(1, g.nodes, CHUNK):
         check_interrupted()
-        sel = kept[(kept >= a) & (kept < a + CHUNK)]
+        sel = a + np.flatnonzero(keep[a:a + CHUNK])
         if not len(sel):
             continue
-        cols_a = [ntype[sel], nname[sel], ids[sel], g.node_size[sel].astype(np.int64),
-                  ncount[sel]]
+        cols_a = [ntype[sel], nname[sel], ids(sel), g.node_size[sel], counts[sel]]
         if trace:
             cols_a.append(np.zeros(len(sel), dtype=np.int64))
         cols_a.append(np.zeros(len(sel), dtype=np.int64))
-        emit_raw(b"," + _decimal(np, np.stack([x.astype(np.int64) for x in cols_a], axis=1)))
+        emit_raw(b"," + _decimal(np, cols_a))
         if progress is not None:
             progress.update(a, 2 * g.nodes)
     if native:
@@ -400,7 +464,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         if trace:
             cols_n.append(np.zeros(native, dtype=np.int64))
         cols_n.append(np.zeros(native, dtype=np.int64))
-        emit_raw(b"," + _decimal(np, np.stack([x.astype(np.int64) for x in cols_n], axis=1)))
+        emit_raw(b"," + _decimal(np, cols_n))
     emit("],\n\"edges\":[")
     E_EL = 1
     first = [E_EL, 1, 1 * k]
@@ -419,18 +483,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         src = np.repeat(np.arange(max(a, 1), b), np.diff(fe[max(a, 1):b + 1]))
         ok = keep[src] & keep[g.edge_to[lo:hi]]
         typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings)
-        to_rows = row_of[g.edge_to[lo:hi].astype(np.int64)] * k
-        block = np.stack([typed.kinds.astype(np.int64), typed.names.astype(np.int64),
-                          to_rows], axis=1)[ok]
+        block = [typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]].astype(np.int64) * k]
         xa, xb = np.searchsorted(xe.src, [max(a, 1), b])
         if xb > xa:
             # V8's edges that are no slot, merged in by source.
-            more = np.stack([xe.kinds[xa:xb].astype(np.int64),
-                             xe.names[xa:xb].astype(np.int64),
-                             row_of[xe.to[xa:xb]] * k], axis=1)
+            more = [xe.kinds[xa:xb], xe.names[xa:xb], row_of[xe.to[xa:xb]].astype(np.int64) * k]
             order = np.argsort(np.concatenate([src[ok], xe.src[xa:xb]]), kind="stable")
-            block = np.concatenate([block, more])[order]
-        if len(block):
+            block = [np.concatenate([x, y])[order] for x, y in zip(block, more)]
+        if len(block[0]):
             emit_raw(b"," + _decimal(np, block))
         if progress is not None:
             progress.update(g.nodes + b, 2 * g.nodes)

@@ -24,14 +24,17 @@ typing costs one pass over the edges in NumPy and a dictionary per map.
 
 V8 also makes edges that are no slot of their source (`extra_edges`): from
 a JS object straight to the values of its elements (`element`, by index,
-besides its edge to the backing store), from a global object to its
-properties' values (through their property cells), and the root's
+besides its edge to the backing store), to its properties' values that are
+not in the object (`property`, by key: in its property array, in its map's
+descriptors, in its dictionary; an accessor pair's getter and setter as
+`get KEY`/`set KEY`), to its prototype (`__proto__`), from a global object
+to its properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
 
-What V8 names besides (out-of-object properties, internal fields) stays
-`hidden` here: the edge exists, only its name is V8's index rather than
-its field name.
+What V8 names besides (internal fields, native contexts' and most
+internal objects' fields) stays `hidden` here: the edge exists, only its
+name is V8's index rather than its field name.
 """
 
 from __future__ import annotations
@@ -321,9 +324,11 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         name_p.append(((g.edge_name[idx[live]].astype(np.int64) - h.o_fa_data) // 8)
                       .astype(np.uint32))
         to_p.append(to[live])
+    notes: list[str] = []
+    _property_edges(prog, g, keep, node_map, is_js, strings, src_p, kind_p, name_p, to_p,
+                    notes)
     # Global objects: their properties' values, by name.
     globals_: list[int] = []
-    notes: list[str] = []
     if glob is not None:
         objs = np.flatnonzero(keep & (np.arange(g.nodes) >= g.first_object))
         cand = objs[is_js[objs]]
@@ -355,6 +360,133 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
     order = np.argsort(src, kind="stable")
     return Extra(src[order], np.concatenate(kind_p)[order], np.concatenate(name_p)[order],
                  np.concatenate(to_p)[order], globals_, notes)
+
+
+def _slot_targets(np, g: gmod.Graph, nodes, offs) -> tuple[Any, Any, Any]:
+    """(position in `nodes`, byte offset, target node) of the strong edges of
+    `nodes` at the byte offsets `offs` (a sorted array)."""
+    fe = g.first_edge
+    cnt = fe[nodes + 1] - fe[nodes]
+    pos = np.repeat(np.arange(len(nodes), dtype=np.int64), cnt)
+    idx = (np.repeat(fe[nodes] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+           + np.arange(int(cnt.sum()), dtype=np.int64))
+    name = g.edge_name[idx].astype(np.int64)
+    at = np.isin(name, offs) & (g.edge_type[idx] != gmod.E_WEAK)
+    return pos[at], name[at], g.edge_to[idx[at]].astype(np.int64)
+
+
+# Far above a real heap's: objects in dictionary mode whose properties are
+# read one object at a time; past it the rest keep their dictionary's
+# numbered edges only, and the notes say so.
+MAX_DICTIONARY_OBJECTS = 1 << 20
+
+
+def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings: StringTable,
+                    src_p: list, kind_p: list, name_p: list, to_p: list,
+                    notes: list[str]) -> None:
+    """V8's `property` edges of JS objects that are no slot of the object: the
+    values in its property array (by the map's descriptors), those its map's
+    descriptors hold (constants, accessor pairs), and a dictionary-mode
+    object's (by its dictionary); an accessor pair's getter and setter as
+    `get KEY` and `set KEY`, as ExtractPropertyReferences makes them."""
+    np = gmod.numpy()
+    h = prog.heap
+    md = h.md
+    skip = {md.types.get("JS_GLOBAL_OBJECT_TYPE"), md.types.get("JS_GLOBAL_PROXY_TYPE")}
+    pair_t = md.types.get("ACCESSOR_PAIR_TYPE")
+    o_props = md.off("JSReceiver", "raw_properties_or_hash")
+    o_data = md.off("PropertyArray", "data")
+    objs = np.flatnonzero(keep & is_js)
+    objs = objs[objs >= g.first_object]
+    if not len(objs):
+        return
+    maps = node_map[objs]
+    order = np.argsort(maps, kind="stable")
+    um, starts = np.unique(maps[order], return_index=True)
+    bounds = np.append(starts, len(order))
+    dictionary: list[Any] = []
+
+    def add(src, key: str, to) -> None:
+        to = np.asarray(to, dtype=np.int64)
+        ok = (to >= 0) & keep[np.maximum(to, 0)]
+        if not ok.any():
+            return
+        src = np.broadcast_to(np.asarray(src, dtype=np.int64), to.shape)[ok]
+        src_p.append(src)
+        kind_p.append(np.full(len(src), gmod.E_PROPERTY, dtype=np.uint8))
+        name_p.append(np.full(len(src), strings.add(key), dtype=np.uint32))
+        to_p.append(to[ok])
+
+    def accessor(src, key: str, pair: int) -> None:
+        if pair_t is None or _map_type(h, int(node_map[pair])) != pair_t:
+            return
+        for part in ("getter", "setter"):
+            try:
+                w = prog.values.fld(int(g.node_addr[pair]), "AccessorPair", part)
+            except (DecodeError, TargetMemoryError, KeyError):
+                continue
+            t = int(g.indices(np.array([w], dtype=np.uint64))[0])
+            add(src, part[:3] + " " + key, [t])
+
+    proto = strings.add("__proto__")
+    for k, m in enumerate(um.tolist()):
+        sel = objs[order[bounds[k]:bounds[k + 1]]]
+        if _map_type(h, m) in skip:
+            continue
+        # Every JS object's prototype, by its map, as V8's `__proto__` edge.
+        try:
+            p = g.index(prog.values.fld(int(m), "Map", "prototype"))
+        except (DecodeError, TargetMemoryError):
+            p = None
+        if p is not None and keep[p]:
+            src_p.append(sel)
+            kind_p.append(np.full(len(sel), gmod.E_PROPERTY, dtype=np.uint8))
+            name_p.append(np.full(len(sel), proto, dtype=np.uint32))
+            to_p.append(np.full(len(sel), p, dtype=np.int64))
+        try:
+            fields = prog.values.fast_fields(int(m))
+        except (DecodeError, TargetMemoryError):
+            continue
+        if fields is None:
+            dictionary.append(sel)
+            continue
+        outside = [(key, acc, where) for key, acc, inobj, where in fields if inobj is False]
+        if outside:
+            pos, _o, arrays = _slot_targets(np, g, sel, np.array([o_props]))
+            owners = sel[pos]
+            offs = np.array(sorted({o_data + 8 * w for _k, _a, w in outside}), dtype=np.int64)
+            p2, o2, vals = _slot_targets(np, g, arrays, offs)
+            for key, _acc, where in outside:
+                hit = o2 == o_data + 8 * where
+                add(owners[p2[hit]], _key_text(prog, key), vals[hit])
+        for key, acc, inobj, where in fields:
+            if inobj is not None:
+                continue
+            t = int(g.indices(np.array([where], dtype=np.uint64))[0])
+            name = _key_text(prog, key)
+            add(sel, name, np.full(len(sel), t, dtype=np.int64))
+            if acc and t >= 0:
+                for i in sel.tolist():
+                    accessor(i, name, t)
+    seen = 0
+    for sel in dictionary:
+        for i in sel.tolist():
+            seen += 1
+            if seen > MAX_DICTIONARY_OBJECTS:
+                notes.append(f"more than {MAX_DICTIONARY_OBJECTS} objects in dictionary mode: "
+                             "the properties of the rest are numbered edges of their "
+                             "dictionaries only")
+                return
+            try:
+                props = prog.values.own_properties(int(g.node_addr[i]))
+            except (DecodeError, TargetMemoryError):
+                continue
+            t = g.indices(np.asarray([p.value for p in props], dtype=np.uint64))
+            for p, node in zip(props, t.tolist()):
+                name = _key_text(prog, p.key)
+                add(i, name, [node])
+                if p.accessor and node >= 0:
+                    accessor(i, name, node)
 
 
 @dataclass

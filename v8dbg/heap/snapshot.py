@@ -68,6 +68,13 @@ class Written:
     notes: list[str] = field(default_factory=list)
 
 
+def _is_fixed_array_kind(base: str) -> bool:
+    """Whether V8 counts an instance type among its FixedArrays (the hash
+    tables and dictionaries built on one), which its snapshot files as arrays."""
+    return (("HASH_TABLE" in base or "DICTIONARY" in base or base.startswith("ORDERED_HASH"))
+            and not base.startswith(("SMALL_ORDERED", "SWISS")))
+
+
 def system_name(type_name: str) -> str:
     """`system / Name` of an instance type (`ACCESSOR_PAIR_TYPE` -> AccessorPair)."""
     base = type_name[:-5] if type_name.endswith("_TYPE") else type_name
@@ -133,7 +140,7 @@ class _Namer:
             return T["code"], None, "shared"
         if base in _CODE_TYPES:
             return T["code"], S.add(system_name(tn)), ""
-        if base in _ARRAY_TYPES:
+        if base in _ARRAY_TYPES or _is_fixed_array_kind(base):
             return T["array"], S.add(""), ""
         if base in _SHAPE_TYPES:
             kind = T.get("object shape", T["hidden"])
@@ -266,6 +273,55 @@ def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
     return out
 
 
+class _Ephemerons:
+    """V8's two edges of each WeakMap and WeakSet entry whose key and value are
+    written: from the key and from the table to the value, `internal`, named
+    `N / part of key (KEY @id) -> value (VALUE @id) pair in WeakMap (table
+    @id)` (N the edge's number among its source's, from 1). DevTools knows
+    the table's by that name and lets only the key's retain; the graph's
+    slots of the table stay `weak`."""
+
+    def __init__(self, np, g: gmod.Graph, keep, nname, ids, strings: StringTable) -> None:
+        self.np, self.g, self.strings = np, g, strings
+        pairs = g.ephemerons if g.ephemerons is not None else np.zeros((0, 3), np.int64)
+        self.pos = np.flatnonzero(g.edge_name == gmod.EPHEMERON) if len(pairs) else \
+            np.zeros(0, np.int64)
+        self.text = [f" / part of key ({strings.items[int(nname[k])]} @{int(ids[k])}) -> value "
+                     f"({strings.items[int(nname[v])]} @{int(ids[v])}) pair in WeakMap "
+                     f"(table @{int(ids[t])})" for t, k, v in pairs.tolist()]
+        ok = keep[pairs[:, 0]] & keep[pairs[:, 1]] & keep[pairs[:, 2]] if len(pairs) else \
+            np.zeros(0, bool)
+        sel = np.flatnonzero(ok)
+        self.table, self.value = pairs[sel, 0], pairs[sel, 2]
+        # The table's edges are its slots', then these, in entry order.
+        order = np.argsort(self.table, kind="stable")
+        t = self.table[order]
+        rank = np.arange(len(t)) - np.searchsorted(t, t)
+        n = np.empty(len(t), np.int64)
+        n[order] = g.first_edge[t + 1] - g.first_edge[t] + rank + 1
+        self.table_names = np.array([strings.add(f"{k}{self.text[i]}")
+                                     for k, i in zip(n.tolist(), sel.tolist())], dtype=np.uint32)
+
+    def name_key_edges(self, lo: int, hi: int, typed) -> None:
+        """Kind and name of the key-to-value edges among graph edges lo .. hi-1."""
+        np, g = self.np, self.g
+        a, b = np.searchsorted(self.pos, [lo, hi])
+        for j in range(int(a), int(b)):
+            e = int(self.pos[j])
+            s = int(np.searchsorted(g.first_edge, e, side="right")) - 1
+            typed.kinds[e - lo] = gmod.E_INTERNAL
+            typed.names[e - lo] = self.strings.add(f"{e - int(g.first_edge[s]) + 1}{self.text[j]}")
+
+
+def _merged(np, xe: Extra, src, kinds, names, to) -> Extra:
+    """The extra edges and more, sorted by source."""
+    s = np.concatenate([xe.src, src])
+    order = np.argsort(s, kind="stable")
+    return Extra(s[order], np.concatenate([xe.kinds, kinds])[order],
+                 np.concatenate([xe.names, names])[order], np.concatenate([xe.to, to])[order],
+                 xe.globals, xe.notes)
+
+
 def _with_buffers(np, xe: Extra, src, to, name: int) -> Extra:
     """The extra edges and the buffers' `backing_store` edges, sorted by source."""
     s = np.concatenate([xe.src, src])
@@ -342,7 +398,15 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
         counts[a:b] = np.bincount(src[ok] - a, minlength=b - a)
         edge_chunks.append((a, b))
+    first_obj = 5 + 2 * len(g.root_names)
+    ids = np.zeros(g.nodes, dtype=np.int64)
+    ids[0] = 1
+    ids[1:g.first_object] = 5 + 2 * np.arange(len(g.root_names))
+    ids[g.first_object:] = first_obj + 2 * np.arange(g.nodes - g.first_object)
     xe = extra_edges(prog, g, keep, maps, is_js, strings)
+    eph = _Ephemerons(np, g, keep, nname, ids, strings)
+    xe = _merged(np, xe, eph.table, np.full(len(eph.table), gmod.E_INTERNAL, np.uint8),
+                 eph.table_names, eph.value)
     # ArrayBuffers' backing stores: native nodes after the objects, their
     # graph index g.nodes + k.
     bd = buffer_data(prog, g, keep, maps)
@@ -367,11 +431,6 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         emit_raw(s.encode())
 
     emit('{"snapshot":' + json.dumps(head, separators=(",", ":")) + ",\n\"nodes\":[")
-    first_obj = 5 + 2 * len(g.root_names)
-    ids = np.zeros(g.nodes, dtype=np.int64)
-    ids[0] = 1
-    ids[1:g.first_object] = 5 + 2 * np.arange(len(g.root_names))
-    ids[g.first_object:] = first_obj + 2 * np.arange(g.nodes - g.first_object)
     trace = "trace_node_id" in fields
     # The root: one edge, to (GC roots); (GC roots): one edge per group.
     cols = [synth, nname[0], 1, 0, 1 + len(xe.globals)] + ([0] if trace else []) + [0]
@@ -419,6 +478,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         src = np.repeat(np.arange(max(a, 1), b), np.diff(fe[max(a, 1):b + 1]))
         ok = keep[src] & keep[g.edge_to[lo:hi]]
         typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings)
+        eph.name_key_edges(lo, hi, typed)
         to_rows = row_of[g.edge_to[lo:hi].astype(np.int64)] * k
         block = np.stack([typed.kinds.astype(np.int64), typed.names.astype(np.int64),
                           to_rows], axis=1)[ok]

@@ -13,12 +13,17 @@ core). On each line, v8dbg's file of that core is compared with V8's:
   context name), and the objects only the call writing V8's snapshot held
   (`heapsnapshot.transient`);
 - node counts per type close: `closure`, `regexp` and `concatenated string`
-  exact; all nodes within 10 %. Left out, and why: V8's read-only space
-  (its oddballs, internalized strings and builtins' code, which no core
-  page walk of the isolate's heap meets), the embedder graph (`native`
-  nodes and node's `Node / ...` ones: C++ memory, not V8's heap), the
-  (GC roots) sub-roots v8dbg does not enumerate. The edges into those are
-  left out with them: v8dbg's files hold 55-80 % of V8's edges;
+  exact; all nodes within 1 % (the read-only space's objects are there, as
+  in V8's file). Left out, and why: the embedder graph (`native` nodes and
+  node's `Node / ...` ones: C++ memory, not V8's heap), the (GC roots)
+  sub-roots v8dbg does not enumerate (its own root groups instead). Edges:
+  95-100 % of V8's in all, `property`, `context` and `weak` ones each
+  within 5 % of V8's (V8 names more slots `internal` where v8dbg's are
+  `hidden`: the kinds of the rest differ, their number does not);
+- `property` edges: out-of-object, descriptor and dictionary properties,
+  `__proto__`, as V8's (the leak's objects exactly);
+- WeakMap values (weakmap_values.js): held by their keys, V8's two
+  ephemeron edges each, retained sizes as V8's file gives them;
 - `system / JSArrayBufferData` nodes (sizes and `backing_store` edges)
   as V8's, but for the buffers only the call writing V8's file held;
 - context variables named (`context` edges) as V8 names them; WeakRefs'
@@ -142,8 +147,16 @@ def test_counts_per_type(version):
     # name) through its handle scope: garbage in the core, never more there.
     t = "concatenated string"
     assert b[t] - 4 <= a[t] <= b[t], (t, a[t], b[t])
-    assert abs(len(mine.ids) - len(theirs.ids)) <= 0.1 * len(theirs.ids), (a, b)
-    assert 0.55 * len(theirs.edge_to) <= len(mine.edge_to) <= len(theirs.edge_to)
+    assert abs(len(mine.ids) - len(theirs.ids)) <= 0.01 * len(theirs.ids), (a, b)
+    # The read-only space's objects and the edges into them are there, as in
+    # V8's file; what stays apart: the embedder graph and the (GC roots)
+    # sub-roots' edges (v8dbg's root groups are its own).
+    assert 0.95 * len(theirs.edge_to) <= len(mine.edge_to) <= len(theirs.edge_to), \
+        (len(mine.edge_to), len(theirs.edge_to))
+    per = lambda s, t: int((s.edge_type == s.edge_types.index(t)).sum())  # noqa: E731
+    for t in ("property", "context", "weak"):
+        assert abs(per(mine, t) - per(theirs, t)) <= 0.05 * per(theirs, t), \
+            (t, per(mine, t), per(theirs, t))
     # Every edge type v8dbg writes is one V8 writes, with a name of the right kind.
     weak = mine.edge_types.index("weak")
     assert (mine.edge_type[mine.first_edge[2]:] != mine.edge_types.index("shortcut")).all()
@@ -158,7 +171,10 @@ def test_counts_per_type(version):
     names = Counter(mine.strings[int(mine.edge_name[e])] for e in prop.tolist())
     for key in ("record", "user", "body", "byId", "all"):
         assert names[key] >= 1, key
-    assert names["record"] == LEAK_N
+    # Each Session's, and (node 18) a BaseObject's, V8 names it too.
+    theirs_p = np.flatnonzero(theirs.edge_type == theirs.edge_types.index("property"))
+    assert LEAK_N <= names["record"] == sum(
+        1 for e in theirs_p.tolist() if theirs.strings[int(theirs.edge_name[e])] == "record")
 
 
 def _property_edges(snap: heapsnapshot.Snapshot) -> Counter:
@@ -236,13 +252,13 @@ def _edge_names(snap: heapsnapshot.Snapshot, kind: str) -> Counter:
 def test_context_variables(version):
     """A Context's variables are `context` edges named by its ScopeInfo, its
     header slots `scope_info` and `previous`, as V8 names them: no name V8
-    does not give, and all but the edges to read-only space (true, false,
-    ... which v8dbg's file leaves out) of V8's."""
+    does not give, and (with the read-only space's true, false, undefined
+    ... in the file) at least 98 % of V8's."""
     mine = heapsnapshot.read(written(version)[0])
     theirs = heapsnapshot.read(v8_file(version))
     a, b = _edge_names(mine, "context"), _edge_names(theirs, "context")
     assert not a - b, a - b
-    assert sum(a.values()) >= 0.9 * sum(b.values()), (sum(a.values()), sum(b.values()))
+    assert sum(a.values()) >= 0.98 * sum(b.values()), (sum(a.values()), sum(b.values()))
     assert a["key"] == b["key"] > 200 and a["require"] == b["require"]
     ai, bi = _edge_names(mine, "internal"), _edge_names(theirs, "internal")
     for name in ("scope_info", "previous"):

@@ -286,8 +286,10 @@ MAX_GLOBAL_PROPERTIES = 1 << 20
 
 
 def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
-                strings: StringTable) -> Extra:
-    """V8's element and global property edges, and its shortcuts to the globals."""
+                strings: StringTable, skip=None) -> Extra:
+    """V8's element and global property edges, and its shortcuts to the globals.
+
+    skip: per node, a value no element edge goes to (the hole)."""
     np = gmod.numpy()
     h = prog.heap
     md = h.md
@@ -318,7 +320,7 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         sel = (g.edge_name[idx] >= h.o_fa_data) & (g.edge_type[idx] != gmod.E_WEAK)
         idx, own = idx[sel], own[sel]
         to = g.edge_to[idx].astype(np.int64)
-        live = keep[to]
+        live = keep[to] if skip is None else keep[to] & ~skip[to]
         src_p.append(own[live])
         kind_p.append(np.full(int(live.sum()), gmod.E_ELEMENT, dtype=np.uint8))
         name_p.append(((g.edge_name[idx[live]].astype(np.int64) - h.o_fa_data) // 8)
@@ -394,6 +396,7 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
     md = h.md
     skip = {md.types.get("JS_GLOBAL_OBJECT_TYPE"), md.types.get("JS_GLOBAL_PROXY_TYPE")}
     pair_t = md.types.get("ACCESSOR_PAIR_TYPE")
+    oddballs = {md.types.get("ODDBALL_TYPE"), md.types.get("HOLE_TYPE")} - {None}
     o_props = md.off("JSReceiver", "raw_properties_or_hash")
     o_data = md.off("PropertyArray", "data")
     objs = np.flatnonzero(keep & is_js)
@@ -418,15 +421,19 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
         to_p.append(to[ok])
 
     def accessor(src, key: str, pair: int) -> None:
-        if pair_t is None or _map_type(h, int(node_map[pair])) != pair_t:
+        # An accessor is an edge only as an AccessorPair (not V8's own
+        # AccessorInfo): to it, and to its getter and setter.
+        if pair < 0 or pair_t is None or _map_type(h, int(node_map[pair])) != pair_t:
             return
+        add(src, key, np.full(np.shape(src), pair, dtype=np.int64))
         for part in ("getter", "setter"):
             try:
                 w = prog.values.fld(int(g.node_addr[pair]), "AccessorPair", part)
             except (DecodeError, TargetMemoryError, KeyError):
                 continue
             t = int(g.indices(np.array([w], dtype=np.uint64))[0])
-            add(src, part[:3] + " " + key, [t])
+            if t >= 0 and _map_type(h, int(node_map[t])) not in oddballs:
+                add(src, part[:3] + " " + key, np.full(np.shape(src), t, dtype=np.int64))
 
     proto = strings.add("__proto__")
     for k, m in enumerate(um.tolist()):
@@ -464,10 +471,10 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
                 continue
             t = int(g.indices(np.array([where], dtype=np.uint64))[0])
             name = _key_text(prog, key)
-            add(sel, name, np.full(len(sel), t, dtype=np.int64))
-            if acc and t >= 0:
-                for i in sel.tolist():
-                    accessor(i, name, t)
+            if not acc:
+                add(sel, name, np.full(len(sel), t, dtype=np.int64))
+            else:
+                accessor(sel, name, t)
     seen = 0
     for sel in dictionary:
         for i in sel.tolist():
@@ -484,8 +491,9 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
             t = g.indices(np.asarray([p.value for p in props], dtype=np.uint64))
             for p, node in zip(props, t.tolist()):
                 name = _key_text(prog, p.key)
-                add(i, name, [node])
-                if p.accessor and node >= 0:
+                if not p.accessor:
+                    add(i, name, [node])
+                else:
                     accessor(i, name, node)
 
 

@@ -53,6 +53,7 @@ from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
 from . import census, roots
 from .dominators import expand
+from ..v8.pages import layout, read_only_pages
 from .walk import (K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2, REUSE_BYTES, NumpyPages, Walker,
                    _code_owners)
 
@@ -102,6 +103,9 @@ class Graph:
     # (table, key, value) nodes of each ephemeron whose key and value are
     # objects, sorted by key: the key's edge to the value is in the graph.
     ephemerons: Any = None
+    # The read-only space's pages, whose objects are nodes too (V8's
+    # snapshot has them), though no census counts them.
+    read_only: list = field(default_factory=list)
     _reach: Any = None
     _parent: Any = None
 
@@ -112,6 +116,15 @@ class Graph:
     @property
     def edges(self) -> int:
         return len(self.edge_to)
+
+    def in_read_only(self) -> Any:
+        """Bool per node: an object of the read-only space."""
+        np = numpy()
+        out = np.zeros(self.nodes, dtype=bool)
+        for p in self.read_only:
+            a, b = np.searchsorted(self.node_addr, [np.uint64(p.start), np.uint64(p.end)])
+            out[max(int(a), self.first_object):int(b)] = True
+        return out
 
     def index(self, addr: int) -> int | None:
         """The node of the object at tagged address addr, None if none starts there."""
@@ -236,7 +249,8 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         w = st.walker = Walker(prog, prog.heap)
     bulk = census._numpy() if not os.environ.get("V8DBG_GRAPH_NO_BULK") else None
     nw = NumpyPages(w, bulk) if bulk is not None else None
-    pages = sorted(c.pages, key=lambda p: p.start)
+    read_only = read_only_pages(prog, layout(prog))
+    pages = sorted(list(c.pages) + read_only, key=lambda p: p.start)
     code = _code_owners(w, pages)
     lo = min(p.start for p in pages)
     hi = max(p.end for p in pages)
@@ -330,7 +344,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
             np, pairs, first_edge, edge_to, edge_type, edge_name)
     g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
               first, time.monotonic() - t0, notes,
-              [i for i, gr in enumerate(groups) if gr.late], pairs)
+              [i for i, gr in enumerate(groups) if gr.late], pairs, read_only)
     st.graphs[heap] = g
     return g
 

@@ -273,6 +273,66 @@ def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
     return out
 
 
+# Read-only objects V8's snapshot draws no slot edge to (IsEssentialObject):
+# oddballs and holes, the empty arrays, and the maps of these types.
+_NONESSENTIAL_MAPS = ("FIXED_ARRAY_TYPE", "CELL_TYPE", "PROPERTY_CELL_TYPE",
+                      "SHARED_FUNCTION_INFO_TYPE", "FREE_SPACE_TYPE", "FILLER_TYPE")
+_EMPTY_ARRAYS = ("FIXED_ARRAY_TYPE", "BYTE_ARRAY_TYPE", "WEAK_FIXED_ARRAY_TYPE")
+
+
+def _nonessential(np, prog: Program, g: gmod.Graph, maps) -> tuple[Any, Any]:
+    """(Bool per node: a read-only object V8 draws no slot edge to; bool per
+    node: a hole, which is no element either)."""
+    h = prog.heap
+    ro = np.flatnonzero(g.in_read_only())
+    out = np.zeros(g.nodes, dtype=bool)
+    hole = np.zeros(g.nodes, dtype=bool)
+    if not len(ro):
+        return out, hole
+    header = h.md.off("DescriptorArray", "header_size")
+    um, inv = np.unique(maps[ro], return_inverse=True)
+    names = []
+    for m in um.tolist():
+        try:
+            names.append(h.type_name(h.map_type(int(m))))
+        except (DecodeError, TargetMemoryError):
+            names.append("")
+    for i, t in zip(ro.tolist(), [names[k] for k in inv.tolist()]):
+        size = int(g.node_size[i])
+        addr = int(g.node_addr[i])
+        if t in ("ODDBALL_TYPE", "HOLE_TYPE"):
+            out[i] = True
+            try:
+                hole[i] = t == "HOLE_TYPE" or h.oddball_name(addr) == "hole"
+            except (DecodeError, TargetMemoryError):
+                pass
+        elif t in _EMPTY_ARRAYS:
+            out[i] = size <= 16
+        elif t == "DESCRIPTOR_ARRAY_TYPE":
+            out[i] = size <= header
+        elif t == "MAP_TYPE":
+            try:
+                out[i] = h.type_name(h.map_type(addr)) in _NONESSENTIAL_MAPS
+            except (DecodeError, TargetMemoryError):
+                pass
+    return out, hole
+
+
+def _left_out(np, prog: Program, g: gmod.Graph, src, lo: int, hi: int, maps, is_js,
+              strings: StringTable, nonessential) -> Any:
+    """Which of edges lo .. hi-1 V8 leaves out (positions from lo; None if
+    none): its slot edges (internal, hidden, weak) to the read-only objects
+    that are no object of the program's, as IsEssentialObject has it; an
+    object's property and a context's variable that hold one are edges."""
+    to = g.edge_to[lo:hi]
+    cand = nonessential[to] & (src >= g.first_object)
+    if not cand.any():
+        return None
+    typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings)
+    slot = np.isin(typed.kinds, (gmod.E_INTERNAL, gmod.E_HIDDEN, gmod.E_WEAK))
+    return np.flatnonzero(cand & slot)
+
+
 class _Ephemerons:
     """V8's two edges of each WeakMap and WeakSet entry whose key and value are
     written: from the key and from the table to the value, `internal`, named
@@ -340,14 +400,16 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     g = gmod.build(prog, heap)
     seen, _ = gmod.reach(g)
     keep = np.ones(g.nodes, dtype=bool) if include_unreachable else seen.copy()
-    unreachable = int(g.nodes - seen.sum())
+    # (Read-only objects nothing reaches are left out too, but are no garbage.)
+    unreachable = int((~seen & ~g.in_read_only()).sum())
     meta, extra = heap_snapshot_meta(prog.md.v8_version)
     fields = meta["node_fields"]
     types = meta["node_types"][0]
     strings = StringTable()
     strings.add("<dummy>")
     namer = _Namer(prog, types, strings)
-    maps = _node_maps(np, prog, g, c.pages)
+    pages = list(c.pages) + list(g.read_only)
+    maps = _node_maps(np, prog, g, pages)
     # Output order: root, (GC roots), groups, objects; graph node i > 0 is row i + 1.
     kept = np.flatnonzero(keep)
     rows = len(kept) + 1  # + (GC roots)
@@ -386,16 +448,24 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         check_interrupted()
         nname[sel] = [namer.of_object(rule, int(g.node_addr[i]), int(m)) for i in sel.tolist()]
     if seq_parts:
-        _name_sequential(np, prog, g, np.sort(np.concatenate(seq_parts)), maps, c.pages,
+        _name_sequential(np, prog, g, np.sort(np.concatenate(seq_parts)), maps, pages,
                          namer, nname)
     # Edges of kept nodes to kept nodes, typed in chunks (their counts first).
     fe = g.first_edge
     counts = np.zeros(g.nodes, dtype=np.int64)
     edge_chunks: list[tuple[int, int]] = []  # node ranges
-    for a in range(0, g.nodes, CHUNK):
+    nonessential, hole = _nonessential(np, prog, g, maps)
+    dropped: dict[int, Any] = {}  # per chunk: its slot edges V8 leaves out
+    for a in range(1, g.nodes, CHUNK):
         b = min(a + CHUNK, g.nodes)
-        ok = keep[g.edge_to[fe[a]:fe[b]]]
+        check_interrupted()
+        lo, hi = int(fe[a]), int(fe[b])
         src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
+        ok = keep[src] & keep[g.edge_to[lo:hi]]
+        drop = _left_out(np, prog, g, src, lo, hi, maps, is_js, strings, nonessential)
+        if drop is not None:
+            dropped[a] = drop
+            ok[drop] = False
         counts[a:b] = np.bincount(src[ok] - a, minlength=b - a)
         edge_chunks.append((a, b))
     first_obj = 5 + 2 * len(g.root_names)
@@ -403,7 +473,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     ids[0] = 1
     ids[1:g.first_object] = 5 + 2 * np.arange(len(g.root_names))
     ids[g.first_object:] = first_obj + 2 * np.arange(g.nodes - g.first_object)
-    xe = extra_edges(prog, g, keep, maps, is_js, strings)
+    xe = extra_edges(prog, g, keep, maps, is_js, strings, skip=hole)
     eph = _Ephemerons(np, g, keep, nname, ids, strings)
     xe = _merged(np, xe, eph.table, np.full(len(eph.table), gmod.E_INTERNAL, np.uint8),
                  eph.table_names, eph.value)
@@ -472,17 +542,17 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     emit(",".join(map(str, first)))
     for a, b in edge_chunks:
         check_interrupted()
-        lo, hi = int(fe[max(a, 1)]), int(fe[b])
-        if b <= 1:
-            continue
-        src = np.repeat(np.arange(max(a, 1), b), np.diff(fe[max(a, 1):b + 1]))
+        lo, hi = int(fe[a]), int(fe[b])
+        src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
         ok = keep[src] & keep[g.edge_to[lo:hi]]
+        if a in dropped:
+            ok[dropped[a]] = False
         typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings)
         eph.name_key_edges(lo, hi, typed)
         to_rows = row_of[g.edge_to[lo:hi].astype(np.int64)] * k
         block = np.stack([typed.kinds.astype(np.int64), typed.names.astype(np.int64),
                           to_rows], axis=1)[ok]
-        xa, xb = np.searchsorted(xe.src, [max(a, 1), b])
+        xa, xb = np.searchsorted(xe.src, [a, b])
         if xb > xa:
             # V8's edges that are no slot, merged in by source.
             more = np.stack([xe.kinds[xa:xb].astype(np.int64),

@@ -302,21 +302,31 @@ def _read_only(backend, cands: list[Page]) -> list[Page]:
     """The pages of those whose header names no Heap that are the read-only
     space's: a page whose first object's map is in one of them (the space
     holds its own maps, the meta map first)."""
-    firsts: dict[int, int] = {}
+    maps: dict[int, int] = {}  # page start -> its first object's map
     for p in cands:
         try:
-            firsts[p.start] = struct.unpack("<Q", backend.read(p.start, 8))[0]
+            w = struct.unpack("<Q", backend.read(p.start, 8))[0]
         except Exception:
             continue
-    kept: list[Page] = []
-    for _ in range(len(cands)):
-        more = [p for p in cands if p not in kept and p.start in firsts
-                and firsts[p.start] & 3 == 1
-                and any(q.start <= firsts[p.start] - 1 < q.end for q in kept + [p])]
+        if w & 3 == 1:
+            maps[p.start] = w - 1
+    by_start = sorted((p for p in cands if p.start in maps), key=lambda p: p.start)
+    starts = [p.start for p in by_start]
+
+    def page_of(a: int) -> Page | None:
+        i = bisect.bisect_right(starts, a) - 1
+        return by_start[i] if i >= 0 and a < by_start[i].end else None
+
+    # Those holding their own first map, then those whose first map is in a
+    # page kept: a few rounds at most.
+    kept = {p.start for p in by_start if page_of(maps[p.start]) is p}
+    for _ in range(len(by_start)):
+        more = {p.start for p in by_start if p.start not in kept
+                and (q := page_of(maps[p.start])) is not None and q.start in kept}
         if not more:
             break
-        kept += more
-    return sorted(kept, key=lambda p: p.start)
+        kept |= more
+    return [p for p in by_start if p.start in kept]
 
 
 def _find_labs(prog: Program, heap: int, pages: list[Page], lay: _Layout) -> list[tuple[int, int, int]]:

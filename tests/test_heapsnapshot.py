@@ -265,6 +265,19 @@ def test_context_variables(version):
         assert abs(ai[name] - bi[name]) <= 0.02 * bi[name], (name, ai[name], bi[name])
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_js_object_fields(version):
+    """The fields of JS objects V8 names are `internal` edges so named, as
+    many as in V8's file: every object's `properties`, a function's
+    `shared`, `context` and `feedback_cell`, a bound function's `bindings`,
+    `bound_this` and `bound_function`, a typed array's `buffer`."""
+    a = _edge_names(heapsnapshot.read(written(version)[0]), "internal")
+    b = _edge_names(heapsnapshot.read(v8_file(version)), "internal")
+    for name in ("properties", "shared", "context", "feedback_cell", "bindings", "bound_this",
+                 "bound_function", "buffer"):
+        assert abs(a[name] - b[name]) <= max(2, 0.02 * b[name]), (name, a[name], b[name])
+
+
 def _weak_fields(snap: heapsnapshot.Snapshot) -> Counter:
     """(source name, edge name, edge type) of the edges of WeakRefs and WeakCells
     named `target` or `unregister_token`."""

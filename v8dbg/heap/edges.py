@@ -118,6 +118,8 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
         _weak_names(prog, weak[~synthetic[weak]], src, off, node_map, names, strings)
     _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
                    strings)
+    _field_names(prog, heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src], src, off,
+                 node_map, kinds, names, strings)
     # In-object properties of JS objects, by each map's descriptors.
     cand = np.flatnonzero(heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src])
     if len(cand):
@@ -173,6 +175,88 @@ def _weak_names(prog: Program, weak, src, off, node_map, names, strings: StringT
             continue
         for at, label in fields.items():
             names[sel[o == at]] = strings.add(label)
+_fields: dict[tuple[int, int], dict[int, str]] = {}
+
+# JS objects' fields V8 names (`internal` edges), by the metadata's class
+# and field: every object's, then a function's, a bound function's, a
+# typed array's or DataView's, a global object's.
+_JS_FIELDS = (("JSReceiver", "raw_properties_or_hash", "properties"),
+              ("JSObject", "elements", "elements"))
+_TYPE_FIELDS = {
+    "function": (("JSFunction", "shared", "shared"), ("JSFunction", "context", "context"),
+                 ("JSFunction", "raw_feedback_cell", "feedback_cell"),
+                 ("JSFunction", "code", "code")),
+    "JS_BOUND_FUNCTION_TYPE": (("JSBoundFunction", "bound_arguments", "bindings"),
+                               ("JSBoundFunction", "bound_this", "bound_this"),
+                               ("JSBoundFunction", "bound_target_function", "bound_function")),
+    "view": (("JSArrayBufferView", "buffer", "buffer"),),
+}
+_API_TYPES = ("JS_API_OBJECT_TYPE", "JS_SPECIAL_API_OBJECT_TYPE")
+
+
+def _js_field_names(prog: Program, m: int) -> dict[int, str]:
+    """Byte offset -> V8's name of the fields of a JS object of map m that its
+    snapshot names: `properties`, `elements`; a function's `shared`,
+    `context`, `feedback_cell`, `code`; a bound function's; an API object's
+    internal (embedder) fields by their index, those words between its
+    header and its in-object properties."""
+    key = (id(prog), m)
+    got = _fields.get(key)
+    if got is not None:
+        return got
+    h = prog.heap
+    md = h.md
+    out: dict[int, str] = {}
+    t = _map_type(h, m)
+    tn = h.type_name(t) if t >= 0 else ""
+    kinds = [tn]
+    if prog.shapes.is_function_type(t) if t >= 0 else False:
+        kinds.append("function")
+    if tn in ("JS_TYPED_ARRAY_TYPE", "JS_DATA_VIEW_TYPE", "JS_RAB_GSAB_DATA_VIEW_TYPE"):
+        kinds.append("view")
+    for k in kinds:
+        for cls, f, label in _JS_FIELDS + _TYPE_FIELDS.get(k, ()):
+            at = md.fields.get((cls, f))
+            if isinstance(at, int):
+                out[at] = label
+    if tn in _API_TYPES:
+        first = md.fields.get(("JSObject", "internal_fields"))
+        at = md.fields.get(("Map", "inobject_properties_start_or_constructor_function_index"))
+        try:
+            start = h.mem.u8(m - 1 + at) if isinstance(at, int) else 0
+        except (DecodeError, TargetMemoryError):
+            start = 0
+        if isinstance(first, int):
+            for i in range(max(0, min(start * 8 - first, 1 << 12) // 8)):
+                out[first + 8 * i] = str(i)
+    if len(_fields) > MAX_PROPERTY_MAPS:
+        _fields.clear()
+    _fields[key] = out
+    return out
+
+
+def _field_names(prog: Program, cand, src, off, node_map, kinds, names,
+                 strings: StringTable) -> None:
+    """Name the JS objects' fields V8 names (`internal` edges), by map."""
+    np = gmod.numpy()
+    sel = np.flatnonzero(cand)
+    if not len(sel):
+        return
+    maps = node_map[src[sel]]
+    um, inv = np.unique(maps, return_inverse=True)
+    for k, m in enumerate(um.tolist()):
+        named = _js_field_names(prog, int(m))
+        if not named:
+            continue
+        e = sel[inv == k]
+        o = off[e].astype(np.int64)
+        for at, label in named.items():
+            hit = e[o == at]
+            if len(hit):
+                kinds[hit] = gmod.E_INTERNAL
+                names[hit] = strings.add(label)
+
+
 _scopes: dict[tuple[int, int], dict[int, str]] = {}
 _ctx_maps: dict[tuple[int, int], int] = {}
 

@@ -209,6 +209,9 @@ def _js_field_names(prog: Program, m: int) -> dict[int, str]:
     out: dict[int, str] = {}
     t = _map_type(h, m)
     tn = h.type_name(t) if t >= 0 else ""
+    if not tn.startswith("JS_"):
+        _fields[key] = out  # (a Context is filed as an object too)
+        return out
     kinds = [tn]
     if prog.shapes.is_function_type(t) if t >= 0 else False:
         kinds.append("function")
@@ -522,7 +525,9 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
     proto = strings.add("__proto__")
     for k, m in enumerate(um.tolist()):
         sel = objs[order[bounds[k]:bounds[k + 1]]]
-        if _map_type(h, m) in skip:
+        t = _map_type(h, m)
+        # (Contexts are filed as objects too: they have no properties.)
+        if t in skip or t < 0 or not h.type_name(t).startswith("JS_"):
             continue
         # Every JS object's prototype, by its map, as V8's `__proto__` edge.
         try:

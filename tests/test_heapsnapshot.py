@@ -13,12 +13,17 @@ core). On each line, v8dbg's file of that core is compared with V8's:
   context name), and the objects only the call writing V8's snapshot held
   (`heapsnapshot.transient`);
 - node counts per type close: `closure`, `regexp` and `concatenated string`
-  exact; all nodes within 10 %. Left out, and why: V8's read-only space
-  (its oddballs, internalized strings and builtins' code, which no core
-  page walk of the isolate's heap meets), the embedder graph (`native`
-  nodes and node's `Node / ...` ones: C++ memory, not V8's heap), the
-  (GC roots) sub-roots v8dbg does not enumerate. The edges into those are
-  left out with them: v8dbg's files hold 55-80 % of V8's edges;
+  exact; all nodes within 1 % (the read-only space's objects are there, as
+  in V8's file). Left out, and why: the embedder graph (`native` nodes and
+  node's `Node / ...` ones: C++ memory, not V8's heap), the (GC roots)
+  sub-roots v8dbg does not enumerate (its own root groups instead). Edges:
+  95-100 % of V8's in all, `property`, `context` and `weak` ones each
+  within 5 % of V8's (V8 names more slots `internal` where v8dbg's are
+  `hidden`: the kinds of the rest differ, their number does not);
+- `property` edges: out-of-object, descriptor and dictionary properties,
+  `__proto__`, as V8's (the leak's objects exactly);
+- WeakMap values (weakmap_values.js): held by their keys, V8's two
+  ephemeron edges each, retained sizes as V8's file gives them;
 - `system / JSArrayBufferData` nodes (sizes and `backing_store` edges)
   as V8's, but for the buffers only the call writing V8's file held;
 - context variables named (`context` edges) as V8 names them; WeakRefs'
@@ -142,8 +147,16 @@ def test_counts_per_type(version):
     # name) through its handle scope: garbage in the core, never more there.
     t = "concatenated string"
     assert b[t] - 4 <= a[t] <= b[t], (t, a[t], b[t])
-    assert abs(len(mine.ids) - len(theirs.ids)) <= 0.1 * len(theirs.ids), (a, b)
-    assert 0.55 * len(theirs.edge_to) <= len(mine.edge_to) <= len(theirs.edge_to)
+    assert abs(len(mine.ids) - len(theirs.ids)) <= 0.01 * len(theirs.ids), (a, b)
+    # The read-only space's objects and the edges into them are there, as in
+    # V8's file; what stays apart: the embedder graph and the (GC roots)
+    # sub-roots' edges (v8dbg's root groups are its own).
+    assert 0.95 * len(theirs.edge_to) <= len(mine.edge_to) <= len(theirs.edge_to), \
+        (len(mine.edge_to), len(theirs.edge_to))
+    per = lambda s, t: int((s.edge_type == s.edge_types.index(t)).sum())  # noqa: E731
+    for t in ("property", "context", "weak"):
+        assert abs(per(mine, t) - per(theirs, t)) <= 0.05 * per(theirs, t), \
+            (t, per(mine, t), per(theirs, t))
     # Every edge type v8dbg writes is one V8 writes, with a name of the right kind.
     weak = mine.edge_types.index("weak")
     assert (mine.edge_type[mine.first_edge[2]:] != mine.edge_types.index("shortcut")).all()
@@ -158,7 +171,38 @@ def test_counts_per_type(version):
     names = Counter(mine.strings[int(mine.edge_name[e])] for e in prop.tolist())
     for key in ("record", "user", "body", "byId", "all"):
         assert names[key] >= 1, key
-    assert names["record"] == LEAK_N
+    # Each Session's, and (node 18) a BaseObject's, V8 names it too.
+    theirs_p = np.flatnonzero(theirs.edge_type == theirs.edge_types.index("property"))
+    assert LEAK_N <= names["record"] == sum(
+        1 for e in theirs_p.tolist() if theirs.strings[int(theirs.edge_name[e])] == "record")
+
+
+def _property_edges(snap: heapsnapshot.Snapshot) -> Counter:
+    """(source node name, edge name) of the `property` edges of `object` nodes."""
+    src = np.repeat(np.arange(len(snap.ids)), np.diff(snap.first_edge))
+    obj = snap.node_types.index("object")
+    sel = np.flatnonzero((snap.edge_type == snap.edge_types.index("property"))
+                         & (snap.types[src] == obj))
+    return Counter((snap.name(int(src[e])), snap.strings[int(snap.edge_name[e])])
+                   for e in sel.tolist())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_property_edges(version):
+    """Every property V8 names is a `property` edge, wherever its value is
+    kept: in the object, in its property array (out-of-object), in its map's
+    descriptors, in its dictionary; and every object's `__proto__`. The
+    leak's objects have exactly V8's; over the heap, at least 90 % of V8's
+    (the rest: values in read-only space, which v8dbg's file leaves out)."""
+    mine = _property_edges(heapsnapshot.read(written(version)[0]))
+    theirs = _property_edges(heapsnapshot.read(v8_file(version)))
+    for cls in ("Session", "Record"):
+        a = {k: n for k, n in mine.items() if k[0] == cls}
+        b = {k: n for k, n in theirs.items() if k[0] == cls}
+        assert a == b, (cls, a, b)
+    assert mine[("Session", "__proto__")] == LEAK_N
+    assert sum(mine.values()) >= 0.9 * sum(theirs.values()), \
+        (sum(mine.values()), sum(theirs.values()))
 
 
 def _buffer_data(snap: heapsnapshot.Snapshot) -> tuple[Counter, Counter]:
@@ -208,17 +252,30 @@ def _edge_names(snap: heapsnapshot.Snapshot, kind: str) -> Counter:
 def test_context_variables(version):
     """A Context's variables are `context` edges named by its ScopeInfo, its
     header slots `scope_info` and `previous`, as V8 names them: no name V8
-    does not give, and all but the edges to read-only space (true, false,
-    ... which v8dbg's file leaves out) of V8's."""
+    does not give, and (with the read-only space's true, false, undefined
+    ... in the file) at least 98 % of V8's."""
     mine = heapsnapshot.read(written(version)[0])
     theirs = heapsnapshot.read(v8_file(version))
     a, b = _edge_names(mine, "context"), _edge_names(theirs, "context")
     assert not a - b, a - b
-    assert sum(a.values()) >= 0.9 * sum(b.values()), (sum(a.values()), sum(b.values()))
+    assert sum(a.values()) >= 0.98 * sum(b.values()), (sum(a.values()), sum(b.values()))
     assert a["key"] == b["key"] > 200 and a["require"] == b["require"]
     ai, bi = _edge_names(mine, "internal"), _edge_names(theirs, "internal")
     for name in ("scope_info", "previous"):
         assert abs(ai[name] - bi[name]) <= 0.02 * bi[name], (name, ai[name], bi[name])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_js_object_fields(version):
+    """The fields of JS objects V8 names are `internal` edges so named, as
+    many as in V8's file: every object's `properties`, a function's
+    `shared`, `context` and `feedback_cell`, a bound function's `bindings`,
+    `bound_this` and `bound_function`, a typed array's `buffer`."""
+    a = _edge_names(heapsnapshot.read(written(version)[0]), "internal")
+    b = _edge_names(heapsnapshot.read(v8_file(version)), "internal")
+    for name in ("properties", "shared", "context", "feedback_cell", "bindings", "bound_this",
+                 "bound_function", "buffer"):
+        assert abs(a[name] - b[name]) <= max(2, 0.02 * b[name]), (name, a[name], b[name])
 
 
 def _weak_fields(snap: heapsnapshot.Snapshot) -> Counter:
@@ -272,7 +329,77 @@ def test_weak_map_keys(version):
     theirs = _edges_into(heapsnapshot.read(d / "mixed.heapsnapshot"), "Widget")
     weak = lambda c: sum(n for (t, _), n in c.items() if t == "weak")  # noqa: E731
     assert weak(mine) == weak(theirs) == 30, (mine, theirs)
-    assert all(src == "hidden" for (t, src) in mine if t == "weak"), mine
+    # The tables are `array` nodes, as V8 files its FixedArray kinds.
+    assert {k: n for k, n in mine.items() if k[0] == "weak"} == \
+        {k: n for k, n in theirs.items() if k[0] == "weak"} == {("weak", "array"): 30}, \
+        (mine, theirs)
+
+
+WM_N = 200
+WM_NAMES = ("WMKey", "WMValue")
+
+
+def _ephemeron_edges(snap: heapsnapshot.Snapshot) -> Counter:
+    """(source name, target name, from the table?) of the `internal` edges
+    V8 names `N / part of key (...) -> value (...) pair in WeakMap (table @id)`."""
+    src = np.repeat(np.arange(len(snap.ids)), np.diff(snap.first_edge))
+    table = snap.weakmap_table_edges()
+    out: Counter = Counter()
+    for e in np.flatnonzero(snap.edge_type == snap.edge_types.index("internal")).tolist():
+        if " / part of key (" in snap.strings[int(snap.edge_name[e])]:
+            out[(snap.name(int(src[e])) if not table[e] else "<table>",
+                 snap.name(int(snap.edge_to[e])), bool(table[e]))] += 1
+    return out
+
+
+def _retained_of(path: Path, names: tuple[str, ...]) -> dict[str, int]:
+    from v8dbg.heap import dominators as D
+    snap, tree = heapsnapshot.devtools_tree(path)
+    idx = np.flatnonzero(snap.types == snap.node_types.index("object"))
+    sel = [i for i in idx.tolist() if snap.name(i) in names]
+    got = D.set_retained(tree, np.asarray(sel, np.int64), [names.index(snap.name(i)) for i in sel])
+    return {n: int(got[k]) for k, n in enumerate(names)}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_weakmap_values(version):
+    """weakmap_values.js: 200 WeakMap values that only their live keys hold
+    (and 200 more of an unreachable WeakMap, garbage in the core). As V8's
+    snapshot has it: the table's slots are `weak`, an `internal` edge
+    `N / part of key (...) -> value (...) pair in WeakMap (table @id)` goes
+    from the key and one from the table to each value; the keys, not the
+    table, retain the values (DevTools' retained sizes from both files
+    within 2 %); findjsobjects --retained agrees, and counts the dead
+    table's values as garbage."""
+    d = make_core(version, "weakmap_values.js")
+    out = _TMP / version / "weakmap.heapsnapshot"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    p = _cli(version, d / "core", "-o", str(out))
+    assert p.returncode == 0, p.stderr.decode()
+    mine, theirs = heapsnapshot.read(out), heapsnapshot.read(d / "weakmap.heapsnapshot")
+    assert _objects(mine)["WMValue"] == _objects(theirs)["WMValue"] == WM_N
+    assert _objects(mine)["WMOrphan"] == _objects(theirs)["WMOrphan"] == 0
+    a, b = _ephemeron_edges(mine), _ephemeron_edges(theirs)
+    for key in (("WMKey", "WMValue", False), ("<table>", "WMValue", True)):
+        assert a[key] == b[key] == WM_N, (key, a, b)
+    # (What the roots hold aside: the last value made may sit in a stack slot.)
+    heap_only = lambda c: {k: n for k, n in c.items() if k[1] != "synthetic"}  # noqa: E731
+    assert heap_only(_edges_into(mine, "WMValue")) == heap_only(_edges_into(theirs, "WMValue")) \
+        == {("internal", "object"): WM_N, ("internal", "array"): WM_N, ("weak", "array"): WM_N}, \
+        (_edges_into(mine, "WMValue"), _edges_into(theirs, "WMValue"))
+    ra, rb = _retained_of(out, WM_NAMES), _retained_of(d / "weakmap.heapsnapshot", WM_NAMES)
+    for n in WM_NAMES:
+        assert abs(ra[n] - rb[n]) <= 0.02 * rb[n], (n, ra, rb)
+    assert rb["WMKey"] > rb["WMValue"] > 64 * 8 * WM_N
+    q = subprocess.run([sys.executable, "-m", "v8dbg", "findjsobjects", "--retained", "--json",
+                        "--core", str(d / "core"), "--binary", str(node_binary(version))],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert q.returncode == 0, q.stderr
+    rows = {r["constructor"]: r for r in json.loads(q.stdout)["groups"]}
+    assert "WMOrphan" not in rows
+    for n in WM_NAMES:
+        assert rows[n]["count"] == WM_N
+        assert abs(rows[n]["retained"] - rb[n]) <= 0.02 * rb[n], (n, rows[n], rb)
 
 
 @lru_cache(maxsize=None)

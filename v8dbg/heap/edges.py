@@ -24,14 +24,17 @@ typing costs one pass over the edges in NumPy and a dictionary per map.
 
 V8 also makes edges that are no slot of their source (`extra_edges`): from
 a JS object straight to the values of its elements (`element`, by index,
-besides its edge to the backing store), from a global object to its
-properties' values (through their property cells), and the root's
+besides its edge to the backing store), to its properties' values that are
+not in the object (`property`, by key: in its property array, in its map's
+descriptors, in its dictionary; an accessor pair's getter and setter as
+`get KEY`/`set KEY`), to its prototype (`__proto__`), from a global object
+to its properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
 
-What V8 names besides (out-of-object properties, internal fields) stays
-`hidden` here: the edge exists, only its name is V8's index rather than
-its field name.
+What V8 names besides (internal fields, native contexts' and most
+internal objects' fields) stays `hidden` here: the edge exists, only its
+name is V8's index rather than its field name.
 """
 
 from __future__ import annotations
@@ -115,6 +118,8 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
         _weak_names(prog, weak[~synthetic[weak]], src, off, node_map, names, strings)
     _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
                    strings)
+    _field_names(prog, heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src], src, off,
+                 node_map, kinds, names, strings)
     # In-object properties of JS objects, by each map's descriptors.
     cand = np.flatnonzero(heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src])
     if len(cand):
@@ -170,6 +175,91 @@ def _weak_names(prog: Program, weak, src, off, node_map, names, strings: StringT
             continue
         for at, label in fields.items():
             names[sel[o == at]] = strings.add(label)
+_fields: dict[tuple[int, int], dict[int, str]] = {}
+
+# JS objects' fields V8 names (`internal` edges), by the metadata's class
+# and field: every object's, then a function's, a bound function's, a
+# typed array's or DataView's, a global object's.
+_JS_FIELDS = (("JSReceiver", "raw_properties_or_hash", "properties"),
+              ("JSObject", "elements", "elements"))
+_TYPE_FIELDS = {
+    "function": (("JSFunction", "shared", "shared"), ("JSFunction", "context", "context"),
+                 ("JSFunction", "raw_feedback_cell", "feedback_cell"),
+                 ("JSFunction", "code", "code")),
+    "JS_BOUND_FUNCTION_TYPE": (("JSBoundFunction", "bound_arguments", "bindings"),
+                               ("JSBoundFunction", "bound_this", "bound_this"),
+                               ("JSBoundFunction", "bound_target_function", "bound_function")),
+    "view": (("JSArrayBufferView", "buffer", "buffer"),),
+}
+_API_TYPES = ("JS_API_OBJECT_TYPE", "JS_SPECIAL_API_OBJECT_TYPE")
+
+
+def _js_field_names(prog: Program, m: int) -> dict[int, str]:
+    """Byte offset -> V8's name of the fields of a JS object of map m that its
+    snapshot names: `properties`, `elements`; a function's `shared`,
+    `context`, `feedback_cell`, `code`; a bound function's; an API object's
+    internal (embedder) fields by their index, those words between its
+    header and its in-object properties."""
+    key = (id(prog), m)
+    got = _fields.get(key)
+    if got is not None:
+        return got
+    h = prog.heap
+    md = h.md
+    out: dict[int, str] = {}
+    t = _map_type(h, m)
+    tn = h.type_name(t) if t >= 0 else ""
+    if not tn.startswith("JS_"):
+        _fields[key] = out  # (a Context is filed as an object too)
+        return out
+    kinds = [tn]
+    if prog.shapes.is_function_type(t) if t >= 0 else False:
+        kinds.append("function")
+    if tn in ("JS_TYPED_ARRAY_TYPE", "JS_DATA_VIEW_TYPE", "JS_RAB_GSAB_DATA_VIEW_TYPE"):
+        kinds.append("view")
+    for k in kinds:
+        for cls, f, label in _JS_FIELDS + _TYPE_FIELDS.get(k, ()):
+            at = md.fields.get((cls, f))
+            if isinstance(at, int):
+                out[at] = label
+    if tn in _API_TYPES:
+        first = md.fields.get(("JSObject", "internal_fields"))
+        at = md.fields.get(("Map", "inobject_properties_start_or_constructor_function_index"))
+        try:
+            start = h.mem.u8(m - 1 + at) if isinstance(at, int) else 0
+        except (DecodeError, TargetMemoryError):
+            start = 0
+        if isinstance(first, int):
+            for i in range(max(0, min(start * 8 - first, 1 << 12) // 8)):
+                out[first + 8 * i] = str(i)
+    if len(_fields) > MAX_PROPERTY_MAPS:
+        _fields.clear()
+    _fields[key] = out
+    return out
+
+
+def _field_names(prog: Program, cand, src, off, node_map, kinds, names,
+                 strings: StringTable) -> None:
+    """Name the JS objects' fields V8 names (`internal` edges), by map."""
+    np = gmod.numpy()
+    sel = np.flatnonzero(cand)
+    if not len(sel):
+        return
+    maps = node_map[src[sel]]
+    um, inv = np.unique(maps, return_inverse=True)
+    for k, m in enumerate(um.tolist()):
+        named = _js_field_names(prog, int(m))
+        if not named:
+            continue
+        e = sel[inv == k]
+        o = off[e].astype(np.int64)
+        for at, label in named.items():
+            hit = e[o == at]
+            if len(hit):
+                kinds[hit] = gmod.E_INTERNAL
+                names[hit] = strings.add(label)
+
+
 _scopes: dict[tuple[int, int], dict[int, str]] = {}
 _ctx_maps: dict[tuple[int, int], int] = {}
 
@@ -283,8 +373,10 @@ MAX_GLOBAL_PROPERTIES = 1 << 20
 
 
 def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
-                strings: StringTable) -> Extra:
-    """V8's element and global property edges, and its shortcuts to the globals."""
+                strings: StringTable, skip=None) -> Extra:
+    """V8's element and global property edges, and its shortcuts to the globals.
+
+    skip: per node, a value no element edge goes to (the hole)."""
     np = gmod.numpy()
     h = prog.heap
     md = h.md
@@ -321,15 +413,17 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         sel = (g.edge_name[idx] >= h.o_fa_data) & (g.edge_type[idx] != gmod.E_WEAK)
         idx, own = idx[sel], own[sel].astype(np.int64)
         to = g.edge_to[idx].astype(np.int64)
-        live = keep[to]
+        live = keep[to] if skip is None else keep[to] & ~skip[to]
         src_p.append(own[live])
         kind_p.append(np.full(int(live.sum()), gmod.E_ELEMENT, dtype=np.uint8))
         name_p.append(((g.edge_name[idx[live]].astype(np.int64) - h.o_fa_data) // 8)
                       .astype(np.uint32))
         to_p.append(to[live])
+    notes: list[str] = []
+    _property_edges(prog, g, keep, node_map, is_js, strings, src_p, kind_p, name_p, to_p,
+                    notes)
     # Global objects: their properties' values, by name.
     globals_: list[int] = []
-    notes: list[str] = []
     if glob is not None:
         mask = keep & is_js
         mask[:g.first_object] = False
@@ -363,6 +457,141 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
     order = np.argsort(src, kind="stable")
     return Extra(src[order], np.concatenate(kind_p)[order], np.concatenate(name_p)[order],
                  np.concatenate(to_p)[order], globals_, notes)
+
+
+def _slot_targets(np, g: gmod.Graph, nodes, offs) -> tuple[Any, Any, Any]:
+    """(position in `nodes`, byte offset, target node) of the strong edges of
+    `nodes` at the byte offsets `offs` (a sorted array)."""
+    fe = g.first_edge
+    cnt = fe[nodes + 1] - fe[nodes]
+    pos = np.repeat(np.arange(len(nodes), dtype=np.int64), cnt)
+    idx = (np.repeat(fe[nodes] - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+           + np.arange(int(cnt.sum()), dtype=np.int64))
+    name = g.edge_name[idx].astype(np.int64)
+    at = np.isin(name, offs) & (g.edge_type[idx] != gmod.E_WEAK)
+    return pos[at], name[at], g.edge_to[idx[at]].astype(np.int64)
+
+
+# Far above a real heap's: objects in dictionary mode whose properties are
+# read one object at a time; past it the rest keep their dictionary's
+# numbered edges only, and the notes say so.
+MAX_DICTIONARY_OBJECTS = 1 << 20
+
+
+def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings: StringTable,
+                    src_p: list, kind_p: list, name_p: list, to_p: list,
+                    notes: list[str]) -> None:
+    """V8's `property` edges of JS objects that are no slot of the object: the
+    values in its property array (by the map's descriptors), those its map's
+    descriptors hold (constants, accessor pairs), and a dictionary-mode
+    object's (by its dictionary); an accessor pair's getter and setter as
+    `get KEY` and `set KEY`, as ExtractPropertyReferences makes them."""
+    np = gmod.numpy()
+    h = prog.heap
+    md = h.md
+    skip = {md.types.get("JS_GLOBAL_OBJECT_TYPE"), md.types.get("JS_GLOBAL_PROXY_TYPE")}
+    pair_t = md.types.get("ACCESSOR_PAIR_TYPE")
+    oddballs = {md.types.get("ODDBALL_TYPE"), md.types.get("HOLE_TYPE")} - {None}
+    o_props = md.off("JSReceiver", "raw_properties_or_hash")
+    o_data = md.off("PropertyArray", "data")
+    objs = np.flatnonzero(keep & is_js)
+    objs = objs[objs >= g.first_object]
+    if not len(objs):
+        return
+    maps = node_map[objs]
+    order = np.argsort(maps, kind="stable")
+    um, starts = np.unique(maps[order], return_index=True)
+    bounds = np.append(starts, len(order))
+    dictionary: list[Any] = []
+
+    def add(src, key: str, to) -> None:
+        to = np.asarray(to, dtype=np.int64)
+        ok = (to >= 0) & keep[np.maximum(to, 0)]
+        if not ok.any():
+            return
+        src = np.broadcast_to(np.asarray(src, dtype=np.int64), to.shape)[ok]
+        src_p.append(src)
+        kind_p.append(np.full(len(src), gmod.E_PROPERTY, dtype=np.uint8))
+        name_p.append(np.full(len(src), strings.add(key), dtype=np.uint32))
+        to_p.append(to[ok])
+
+    def accessor(src, key: str, pair: int) -> None:
+        # An accessor is an edge only as an AccessorPair (not V8's own
+        # AccessorInfo): to it, and to its getter and setter.
+        if pair < 0 or pair_t is None or _map_type(h, int(node_map[pair])) != pair_t:
+            return
+        add(src, key, np.full(np.shape(src), pair, dtype=np.int64))
+        for part in ("getter", "setter"):
+            try:
+                w = prog.values.fld(int(g.node_addr[pair]), "AccessorPair", part)
+            except (DecodeError, TargetMemoryError, KeyError):
+                continue
+            t = int(g.indices(np.array([w], dtype=np.uint64))[0])
+            if t >= 0 and _map_type(h, int(node_map[t])) not in oddballs:
+                add(src, part[:3] + " " + key, np.full(np.shape(src), t, dtype=np.int64))
+
+    proto = strings.add("__proto__")
+    for k, m in enumerate(um.tolist()):
+        sel = objs[order[bounds[k]:bounds[k + 1]]]
+        t = _map_type(h, m)
+        # (Contexts are filed as objects too: they have no properties.)
+        if t in skip or t < 0 or not h.type_name(t).startswith("JS_"):
+            continue
+        # Every JS object's prototype, by its map, as V8's `__proto__` edge.
+        try:
+            p = g.index(prog.values.fld(int(m), "Map", "prototype"))
+        except (DecodeError, TargetMemoryError):
+            p = None
+        if p is not None and keep[p]:
+            src_p.append(sel)
+            kind_p.append(np.full(len(sel), gmod.E_PROPERTY, dtype=np.uint8))
+            name_p.append(np.full(len(sel), proto, dtype=np.uint32))
+            to_p.append(np.full(len(sel), p, dtype=np.int64))
+        try:
+            fields = prog.values.fast_fields(int(m))
+        except (DecodeError, TargetMemoryError):
+            continue
+        if fields is None:
+            dictionary.append(sel)
+            continue
+        outside = [(key, acc, where) for key, acc, inobj, where in fields if inobj is False]
+        if outside:
+            pos, _o, arrays = _slot_targets(np, g, sel, np.array([o_props]))
+            owners = sel[pos]
+            offs = np.array(sorted({o_data + 8 * w for _k, _a, w in outside}), dtype=np.int64)
+            p2, o2, vals = _slot_targets(np, g, arrays, offs)
+            for key, _acc, where in outside:
+                hit = o2 == o_data + 8 * where
+                add(owners[p2[hit]], _key_text(prog, key), vals[hit])
+        for key, acc, inobj, where in fields:
+            if inobj is not None:
+                continue
+            t = int(g.indices(np.array([where], dtype=np.uint64))[0])
+            name = _key_text(prog, key)
+            if not acc:
+                add(sel, name, np.full(len(sel), t, dtype=np.int64))
+            else:
+                accessor(sel, name, t)
+    seen = 0
+    for sel in dictionary:
+        for i in sel.tolist():
+            seen += 1
+            if seen > MAX_DICTIONARY_OBJECTS:
+                notes.append(f"more than {MAX_DICTIONARY_OBJECTS} objects in dictionary mode: "
+                             "the properties of the rest are numbered edges of their "
+                             "dictionaries only")
+                return
+            try:
+                props = prog.values.own_properties(int(g.node_addr[i]))
+            except (DecodeError, TargetMemoryError):
+                continue
+            t = g.indices(np.asarray([p.value for p in props], dtype=np.uint64))
+            for p, node in zip(props, t.tolist()):
+                name = _key_text(prog, p.key)
+                if not p.accessor:
+                    add(i, name, [node])
+                else:
+                    accessor(i, name, node)
 
 
 @dataclass

@@ -23,7 +23,11 @@ Python object per node:
 
 Node 0's edges go to every root group, the groups' edges to the objects
 they hold. Weak edges (type 6) are there but never make anything
-reachable. Groups found conservatively (`late_groups`) are followed only
+reachable. A WeakMap's or WeakSet's table holds its keys and values by
+weak edges; each key whose value is an object has an edge to it (type 3,
+named `EPHEMERON`, no slot of the key), listed in `ephemerons` with its
+table: the value is reached once its table and its key both are, as the
+GC keeps it. Groups found conservatively (`late_groups`) are followed only
 after the others, so that paths go through exactly known roots first.
 
 How edges are found: every aligned word of an object's body (its map word
@@ -32,8 +36,8 @@ address of an object's start, strong (tag 01) or weak (tag 11); the bodies
 of objects holding raw data (strings' characters, byte arrays, BigInts) are
 not looked at. Every slot is typed `internal` or `weak` by its tag, but for
 the slots the GC treats as weak though tagged strong (a WeakRef's target, a
-WeakCell's target and unregister token, a WeakMap's or WeakSet's keys),
-which are `weak` too; the
+WeakCell's target and unregister token, a WeakMap's or WeakSet's keys
+and values), which are `weak` too; the
 finer kind of an edge (property, element, context variable) is said with
 its name, when a path shows it.
 """
@@ -49,6 +53,7 @@ from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
 from . import census, roots
 from .dominators import expand
+from ..v8.pages import layout, read_only_pages
 from .walk import (K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2, REUSE_BYTES, NumpyPages, Walker,
                    _code_owners)
 
@@ -56,6 +61,10 @@ if TYPE_CHECKING:
     from ..program import Program
 
 E_CONTEXT, E_ELEMENT, E_PROPERTY, E_INTERNAL, E_HIDDEN, E_SHORTCUT, E_WEAK = range(7)
+
+# The `edge_name` of an edge from a WeakMap's or WeakSet's key to its value
+# (no slot of the key: the ephemeron's own edge, as V8's snapshot makes it).
+EPHEMERON = 0xFFFFFFFF
 
 # Kinds of objects whose body is data, not tagged slots.
 _DATA_KINDS = (K_SEQ1, K_SEQ2, K_BYTES, K_BIGINT, K_FREE)
@@ -91,6 +100,12 @@ class Graph:
     seconds: float = 0.0
     root_notes: list[str] = field(default_factory=list)  # root groups not read, and why
     late_groups: list[int] = field(default_factory=list)  # groups followed last (conservative)
+    # (table, key, value) nodes of each ephemeron whose key and value are
+    # objects, sorted by key: the key's edge to the value is in the graph.
+    ephemerons: Any = None
+    # The read-only space's pages, whose objects are nodes too (V8's
+    # snapshot has them), though no census counts them.
+    read_only: list = field(default_factory=list)
     _reach: Any = None
     _parent: Any = None
 
@@ -101,6 +116,15 @@ class Graph:
     @property
     def edges(self) -> int:
         return len(self.edge_to)
+
+    def in_read_only(self) -> Any:
+        """Bool per node: an object of the read-only space."""
+        np = numpy()
+        out = np.zeros(self.nodes, dtype=bool)
+        for p in self.read_only:
+            a, b = np.searchsorted(self.node_addr, [np.uint64(p.start), np.uint64(p.end)])
+            out[max(int(a), self.first_object):int(b)] = True
+        return out
 
     def index(self, addr: int) -> int | None:
         """The node of the object at tagged address addr, None if none starts there."""
@@ -179,13 +203,13 @@ def _weak_kinds(np, prog: Program, maps):
 def _weak_slots(np, md, kind, off):
     """Which slots (owner's weak kind, byte offset) the GC does not follow
     strongly: a WeakRef's target, a WeakCell's target and unregister token,
-    an ephemeron table's keys (its values are kept while their key lives;
-    they stay strong here)."""
+    an ephemeron table's keys and values (a value is kept while its key
+    lives: the graph's edge from the key to it, see `_ephemeron_edges`)."""
     first = md.const("EphemeronEntriesOffset")
     return (((kind == _WEAK_REF) & (off == md.off("JSWeakRef", "target")))
             | ((kind == _WEAK_CELL) & ((off == md.off("WeakCell", "target"))
                                        | (off == md.off("WeakCell", "unregister_token"))))
-            | ((kind == _EPHEMERONS) & (off >= first) & ((off - first) % 16 == 0)))
+            | ((kind == _EPHEMERONS) & (off >= first)))
 
 
 def _page_slots(np, w, p, starts, sizes, data_kind, lo: int, hi: int):
@@ -228,7 +252,8 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         w = st.walker = Walker(prog, prog.heap)
     bulk = census._numpy() if not os.environ.get("V8DBG_GRAPH_NO_BULK") else None
     nw = NumpyPages(w, bulk) if bulk is not None else None
-    pages = sorted(c.pages, key=lambda p: p.start)
+    read_only = read_only_pages(prog, layout(prog))
+    pages = sorted(list(c.pages) + read_only, key=lambda p: p.start)
     code = _code_owners(w, pages)
     lo = min(p.start for p in pages)
     hi = max(p.end for p in pages)
@@ -293,6 +318,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
                                       np.full(len(weak), E_WEAK, dtype=np.uint8)]))
         name_p.append(np.arange(len(to) + len(weak), dtype=np.uint32))
     k = first
+    eph: list = []  # (table, key, value) node triples, per page
     for pi, p in enumerate(pages):
         check_interrupted()
         starts, sizes, dk, wk = per_page[pi]
@@ -301,6 +327,8 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         if len(owner):
             weak = weak | _weak_slots(np, prog.heap.md, wk[owner], off)
         to, ok = resolve(val)
+        if len(owner) and (wk == _EPHEMERONS).any():
+            eph.append(_ephemerons(np, prog.heap.md, wk[owner], owner, off, to, ok, k))
         degree[k:k + len(starts)] = np.bincount(owner[ok], minlength=len(starts))
         to_p.append(to[ok].astype(np.uint32))
         type_p.append(np.where(weak[ok], E_WEAK, E_INTERNAL).astype(np.uint8))
@@ -314,10 +342,46 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     edge_to = _cat(np, to_p, np.uint32)
     edge_type = _cat(np, type_p, np.uint8)
     edge_name = _cat(np, name_p, np.uint32)
+    pairs = np.concatenate(eph) if eph else np.zeros((0, 3), dtype=np.int64)
+    pairs = pairs[np.argsort(pairs[:, 1], kind="stable")]
+    if len(pairs):
+        first_edge, edge_to, edge_type, edge_name = _ephemeron_edges(
+            np, pairs, first_edge, edge_to, edge_type, edge_name)
     g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
-              first, time.monotonic() - t0, notes, late)
+              first, time.monotonic() - t0, notes, late, pairs, read_only)
     st.graphs[heap] = g
     return g
+
+
+def _ephemerons(np, md, kind, owner, off, to, ok, base: int):
+    """(table, key, value) nodes of the entries of one page's ephemeron tables
+    whose key and value are both objects of the heap."""
+    first = md.const("EphemeronEntriesOffset")
+    e = (kind == _EPHEMERONS) & (off >= first) & ok
+    entry = np.where(e, (off - first) // 16, -1)
+    is_key = e & ((off - first) % 16 == 0)
+    is_val = e & ((off - first) % 16 == 8)
+    keys = {(int(o), int(n)): int(t) for o, n, t in
+            zip(owner[is_key].tolist(), entry[is_key].tolist(), to[is_key].tolist())}
+    out = [(base + o, keys[(o, n)], int(t)) for o, n, t in
+           zip(owner[is_val].tolist(), entry[is_val].tolist(), to[is_val].tolist())
+           if (o, n) in keys]
+    return np.array(out, dtype=np.int64).reshape(-1, 3)
+
+
+def _ephemeron_edges(np, pairs, first_edge, edge_to, edge_type, edge_name):
+    """The graph with an edge from each ephemeron's key to its value, last of
+    the key's edges: what keeps a WeakMap's value alive (while its key is),
+    as the GC and V8's snapshot have it. One array at a time is copied."""
+    keys, values = pairs[:, 1], pairs[:, 2]
+    at = first_edge[keys + 1]
+    edge_to = np.insert(edge_to, at, values.astype(np.uint32))
+    edge_type = np.insert(edge_type, at, np.uint8(E_INTERNAL))
+    edge_name = np.insert(edge_name, at, np.uint32(EPHEMERON))
+    extra = np.bincount(keys, minlength=len(first_edge) - 1)
+    first_edge = first_edge.copy()
+    first_edge[1:] += np.cumsum(extra)
+    return first_edge, edge_to, edge_type, edge_name
 
 
 def _cat(np, parts: list, dtype):
@@ -356,8 +420,20 @@ def reach(g: Graph) -> tuple[Any, Any]:
     seen[late] = True
     frontier = np.zeros(1, dtype=np.int64)
     fe, to, ty = g.first_edge, g.edge_to, g.edge_type
+    # An ephemeron's value is reached once both its table and its key are:
+    # its key's edge is followed only then, not in the breadth-first pass.
+    pairs = g.ephemerons if g.ephemerons is not None and len(g.ephemerons) else None
+    eph_pos = np.flatnonzero(g.edge_name == EPHEMERON) if pairs is not None else None
     while len(frontier) or late:
         check_interrupted()
+        if not len(frontier) and pairs is not None:
+            new = np.flatnonzero(seen[pairs[:, 0]] & seen[pairs[:, 1]] & ~seen[pairs[:, 2]])
+            if len(new):
+                v, first = np.unique(pairs[new, 2], return_index=True)
+                parent[v] = eph_pos[new[first]]
+                seen[v] = True
+                frontier = v.astype(np.int64)
+                continue
         if not len(frontier):
             frontier = np.array([late.pop(0)], dtype=np.int64)
             parent[frontier] = fe[0] + frontier - 1  # the root's edge to that group
@@ -367,6 +443,8 @@ def reach(g: Graph) -> tuple[Any, Any]:
         found = []
         for idx in expand(np, fe, frontier, REACH_EDGES):
             idx = idx[ty[idx] != E_WEAK]
+            if eph_pos is not None:
+                idx = idx[g.edge_name[idx] != EPHEMERON]
             t = to[idx]
             new = ~seen[t]
             idx, t = idx[new], t[new]

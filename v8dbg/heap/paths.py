@@ -198,6 +198,8 @@ def _edge_name(g: gmod.Graph, rf: RefFinder, e: int) -> str:
     slot = holder - 1 + off
     if off == 0:
         return "map"
+    if off == gmod.EPHEMERON:
+        return "<WeakMap value of this key>"
     t = _itype(rf, holder)
     try:
         if t >= rf.js_first:

@@ -33,6 +33,8 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
     if t is None:
         seen, _ = graphmod.reach(g)
         garbage_edge = np.repeat(~seen, np.diff(g.first_edge))  # an edge from garbage
+        # or into it: a live key's edge to the value of a dead WeakMap's entry
+        garbage_edge |= ~seen[g.edge_to]
         ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, garbage_edge)
         del garbage_edge
         t = dominator_tree(g.first_edge, g.edge_to, ess, g.node_size, 0)

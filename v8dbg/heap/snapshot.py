@@ -69,6 +69,13 @@ class Written:
     notes: list[str] = field(default_factory=list)
 
 
+def _is_fixed_array_kind(base: str) -> bool:
+    """Whether V8 counts an instance type among its FixedArrays (the hash
+    tables and dictionaries built on one), which its snapshot files as arrays."""
+    return (("HASH_TABLE" in base or "DICTIONARY" in base or base.startswith("ORDERED_HASH"))
+            and not base.startswith(("SMALL_ORDERED", "SWISS")))
+
+
 def system_name(type_name: str) -> str:
     """`system / Name` of an instance type (`ACCESSOR_PAIR_TYPE` -> AccessorPair)."""
     base = type_name[:-5] if type_name.endswith("_TYPE") else type_name
@@ -135,7 +142,7 @@ class _Namer:
             return T["code"], None, "shared"
         if base in _CODE_TYPES:
             return T["code"], S.add(system_name(tn)), ""
-        if base in _ARRAY_TYPES:
+        if base in _ARRAY_TYPES or _is_fixed_array_kind(base):
             return T["array"], S.add(""), ""
         if base in _SHAPE_TYPES:
             kind = T.get("object shape", T["hidden"])
@@ -315,6 +322,117 @@ def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
     return out
 
 
+# Read-only objects V8's snapshot draws no slot edge to (IsEssentialObject):
+# oddballs and holes, the empty arrays, and the maps of these types.
+_NONESSENTIAL_MAPS = ("FIXED_ARRAY_TYPE", "CELL_TYPE", "PROPERTY_CELL_TYPE",
+                      "SHARED_FUNCTION_INFO_TYPE", "FREE_SPACE_TYPE", "FILLER_TYPE")
+_EMPTY_ARRAYS = ("FIXED_ARRAY_TYPE", "BYTE_ARRAY_TYPE", "WEAK_FIXED_ARRAY_TYPE")
+
+
+def _nonessential(np, prog: Program, g: gmod.Graph, maps) -> tuple[Any, Any]:
+    """(Bool per node: a read-only object V8 draws no slot edge to; bool per
+    node: a hole, which is no element either)."""
+    h = prog.heap
+    ro = np.flatnonzero(g.in_read_only())
+    out = np.zeros(g.nodes, dtype=bool)
+    hole = np.zeros(g.nodes, dtype=bool)
+    if not len(ro):
+        return out, hole
+    header = h.md.off("DescriptorArray", "header_size")
+    um, inv = np.unique(maps[ro], return_inverse=True)
+    names = []
+    for m in um.tolist():
+        try:
+            names.append(h.type_name(h.map_type(int(m))))
+        except (DecodeError, TargetMemoryError):
+            names.append("")
+    for i, t in zip(ro.tolist(), [names[k] for k in inv.tolist()]):
+        size = int(g.node_size[i])
+        addr = int(g.node_addr[i])
+        if t in ("ODDBALL_TYPE", "HOLE_TYPE"):
+            out[i] = True
+            try:
+                hole[i] = t == "HOLE_TYPE" or h.oddball_name(addr) == "hole"
+            except (DecodeError, TargetMemoryError):
+                pass
+        elif t in _EMPTY_ARRAYS:
+            out[i] = size <= 16
+        elif t == "DESCRIPTOR_ARRAY_TYPE":
+            out[i] = size <= header
+        elif t == "MAP_TYPE":
+            try:
+                out[i] = h.type_name(h.map_type(addr)) in _NONESSENTIAL_MAPS
+            except (DecodeError, TargetMemoryError):
+                pass
+    return out, hole
+
+
+def _left_out(np, prog: Program, g: gmod.Graph, src, lo: int, hi: int, maps, is_js,
+              strings: StringTable, nonessential) -> Any:
+    """Which of edges lo .. hi-1 V8 leaves out (positions from lo; None if
+    none): its slot edges (internal, hidden, weak) to the read-only objects
+    that are no object of the program's, as IsEssentialObject has it; an
+    object's property and a context's variable that hold one are edges."""
+    to = g.edge_to[lo:hi]
+    cand = nonessential[to] & (src >= g.first_object)
+    if not cand.any():
+        return None
+    typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings)
+    slot = np.isin(typed.kinds, (gmod.E_INTERNAL, gmod.E_HIDDEN, gmod.E_WEAK))
+    return np.flatnonzero(cand & slot)
+
+
+class _Ephemerons:
+    """V8's two edges of each WeakMap and WeakSet entry whose key and value are
+    written: from the key and from the table to the value, `internal`, named
+    `N / part of key (KEY @id) -> value (VALUE @id) pair in WeakMap (table
+    @id)` (N the edge's number among its source's, from 1). DevTools knows
+    the table's by that name and lets only the key's retain; the graph's
+    slots of the table stay `weak`."""
+
+    def __init__(self, np, g: gmod.Graph, keep, nname, ids, strings: StringTable) -> None:
+        self.np, self.g, self.strings = np, g, strings
+        pairs = g.ephemerons if g.ephemerons is not None else np.zeros((0, 3), np.int64)
+        self.pos = np.flatnonzero(g.edge_name == gmod.EPHEMERON) if len(pairs) else \
+            np.zeros(0, np.int64)
+        pid = ids(pairs) if len(pairs) else pairs  # nodes > 0: objects
+        self.text = [f" / part of key ({strings.items[int(nname[k])]} @{ik}) -> value "
+                     f"({strings.items[int(nname[v])]} @{iv}) pair in WeakMap "
+                     f"(table @{it})"
+                     for (t, k, v), (it, ik, iv) in zip(pairs.tolist(), pid.tolist())]
+        ok = keep[pairs[:, 0]] & keep[pairs[:, 1]] & keep[pairs[:, 2]] if len(pairs) else \
+            np.zeros(0, bool)
+        sel = np.flatnonzero(ok)
+        self.table, self.value = pairs[sel, 0], pairs[sel, 2]
+        # The table's edges are its slots', then these, in entry order.
+        order = np.argsort(self.table, kind="stable")
+        t = self.table[order]
+        rank = np.arange(len(t)) - np.searchsorted(t, t)
+        n = np.empty(len(t), np.int64)
+        n[order] = g.first_edge[t + 1] - g.first_edge[t] + rank + 1
+        self.table_names = np.array([strings.add(f"{k}{self.text[i]}")
+                                     for k, i in zip(n.tolist(), sel.tolist())], dtype=np.uint32)
+
+    def name_key_edges(self, lo: int, hi: int, typed) -> None:
+        """Kind and name of the key-to-value edges among graph edges lo .. hi-1."""
+        np, g = self.np, self.g
+        a, b = np.searchsorted(self.pos, [lo, hi])
+        for j in range(int(a), int(b)):
+            e = int(self.pos[j])
+            s = int(np.searchsorted(g.first_edge, e, side="right")) - 1
+            typed.kinds[e - lo] = gmod.E_INTERNAL
+            typed.names[e - lo] = self.strings.add(f"{e - int(g.first_edge[s]) + 1}{self.text[j]}")
+
+
+def _merged(np, xe: Extra, src, kinds, names, to) -> Extra:
+    """The extra edges and more, sorted by source."""
+    s = np.concatenate([xe.src, src])
+    order = np.argsort(s, kind="stable")
+    return Extra(s[order], np.concatenate([xe.kinds, kinds])[order],
+                 np.concatenate([xe.names, names])[order], np.concatenate([xe.to, to])[order],
+                 xe.globals, xe.notes)
+
+
 def _with_buffers(np, xe: Extra, src, to, name: int) -> Extra:
     """The extra edges and the buffers' `backing_store` edges, sorted by source."""
     s = np.concatenate([xe.src, src])
@@ -333,14 +451,16 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     g = gmod.build(prog, heap)
     seen, _ = gmod.reach(g)
     keep = np.ones(g.nodes, dtype=bool) if include_unreachable else seen.copy()
-    unreachable = int(g.nodes - seen.sum())
+    # (Read-only objects nothing reaches are left out too, but are no garbage.)
+    unreachable = int((~seen & ~g.in_read_only()).sum())
     meta, extra = heap_snapshot_meta(prog.md.v8_version)
     fields = meta["node_fields"]
     types = meta["node_types"][0]
     strings = StringTable()
     strings.add("<dummy>")
     namer = _Namer(prog, types, strings)
-    maps = _node_maps(np, prog, g, c.pages)
+    pages = list(c.pages) + list(g.read_only)
+    maps = _node_maps(np, prog, g, pages)
     # Output order: root, (GC roots), groups, objects; graph node i > 0 is row i + 1.
     # Node indices and rows in 32 bits where they fit (always, below MAX_NODES
     # objects and as many buffers): half the memory of the per-node arrays.
@@ -390,20 +510,39 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         nname[sel] = [namer.of_object(rule, int(g.node_addr[i]), int(m)) for i in sel.tolist()]
     del objs, order
     if seq_parts:
-        _name_sequential(np, prog, g, np.sort(np.concatenate(seq_parts)), maps, c.pages,
+        _name_sequential(np, prog, g, np.sort(np.concatenate(seq_parts)), maps, pages,
                          namer, nname)
     del seq_parts
     # Edges of kept nodes to kept nodes, typed in chunks (their counts first).
     fe = g.first_edge
     counts = np.zeros(g.nodes, dtype=np.int32)
     edge_chunks: list[tuple[int, int]] = []  # node ranges
-    for a in range(0, g.nodes, CHUNK):
+    nonessential, hole = _nonessential(np, prog, g, maps)
+    dropped: dict[int, Any] = {}  # per chunk: its slot edges V8 leaves out
+    for a in range(1, g.nodes, CHUNK):
         b = min(a + CHUNK, g.nodes)
-        ok = keep[g.edge_to[fe[a]:fe[b]]]
+        check_interrupted()
+        lo, hi = int(fe[a]), int(fe[b])
         src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
+        ok = keep[src] & keep[g.edge_to[lo:hi]]
+        drop = _left_out(np, prog, g, src, lo, hi, maps, is_js, strings, nonessential)
+        if drop is not None:
+            dropped[a] = drop
+            ok[drop] = False
         counts[a:b] = np.bincount(src[ok] - a, minlength=b - a)
         edge_chunks.append((a, b))
-    xe = extra_edges(prog, g, keep, maps, is_js, strings)
+    first_obj = 5 + 2 * len(g.root_names)
+
+    def ids(sel):
+        """V8-style odd ids of graph nodes > 0: the groups 5, 7, ..., the objects after."""
+        sel = sel.astype(np.int64)
+        return np.where(sel < g.first_object, 3 + 2 * sel,
+                        first_obj + 2 * (sel - g.first_object))
+
+    xe = extra_edges(prog, g, keep, maps, is_js, strings, skip=hole)
+    eph = _Ephemerons(np, g, keep, nname, ids, strings)
+    xe = _merged(np, xe, eph.table, np.full(len(eph.table), gmod.E_INTERNAL, np.uint8),
+                 eph.table_names, eph.value)
     # ArrayBuffers' backing stores: native nodes after the objects, their
     # graph index g.nodes + k.
     bd = buffer_data(prog, g, keep, maps)
@@ -432,13 +571,6 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         emit_raw(s.encode())
 
     emit('{"snapshot":' + json.dumps(head, separators=(",", ":")) + ",\n\"nodes\":[")
-    first_obj = 5 + 2 * len(g.root_names)
-
-    def ids(sel):
-        """V8-style odd ids of graph nodes > 0: the groups 5, 7, ..., the objects after."""
-        sel = sel.astype(np.int64)
-        return np.where(sel < g.first_object, 3 + 2 * sel,
-                        first_obj + 2 * (sel - g.first_object))
     trace = "trace_node_id" in fields
     # The root: one edge, to (GC roots); (GC roots): one edge per group.
     cols = [synth, nname[0], 1, 0, 1 + len(xe.globals)] + ([0] if trace else []) + [0]
@@ -477,14 +609,15 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     emit(",".join(map(str, first)))
     for a, b in edge_chunks:
         check_interrupted()
-        lo, hi = int(fe[max(a, 1)]), int(fe[b])
-        if b <= 1:
-            continue
-        src = np.repeat(np.arange(max(a, 1), b), np.diff(fe[max(a, 1):b + 1]))
+        lo, hi = int(fe[a]), int(fe[b])
+        src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
         ok = keep[src] & keep[g.edge_to[lo:hi]]
+        if a in dropped:
+            ok[dropped[a]] = False
         typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings)
+        eph.name_key_edges(lo, hi, typed)
         block = [typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]].astype(np.int64) * k]
-        xa, xb = np.searchsorted(xe.src, [max(a, 1), b])
+        xa, xb = np.searchsorted(xe.src, [a, b])
         if xb > xa:
             # V8's edges that are no slot, merged in by source.
             more = [xe.kinds[xa:xb], xe.names[xa:xb], row_of[xe.to[xa:xb]].astype(np.int64) * k]

@@ -15,6 +15,7 @@ from typing import Any
 class HeapState:
     bulk: Any = None  # the census's bulk reader of the target's regions
     heaps: dict[int, list] | None = None  # Heap address -> its pages
+    read_only: list | None = None  # the read-only space's pages (no Heap's own)
     walker: Any = None  # the page walker, reused across heaps
     isolates: list | None = None
     census: dict[int, Any] = field(default_factory=dict)  # Heap address -> Census

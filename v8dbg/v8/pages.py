@@ -198,6 +198,16 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
     if len(cands) > MAX_PAGES:
         warn_once(f"{len(cands)} heap pages found: only the first {MAX_PAGES} are read")
     heaps: dict[int, list[Page]] = {}
+    read_only = _read_only(backend, [p for p in cands if not p.heap])
+    for p in read_only:
+        # The space is shrunk to what it holds once made: its page's tail
+        # past the mapping is not there.
+        i = bisect.bisect_right(reg_starts, p.start) - 1
+        p.end = min(p.end, regs[i][1])
+    cands = [p for p in cands if p.heap]
+    if not cands:
+        raise V8DbgError("found no V8 heap pages in the target's memory"
+                         " (is the core complete?)")
     for p in cands[:MAX_PAGES]:
         heaps.setdefault(p.heap, []).append(p)
     # A stray word pair that looks like a page header names a "heap" of one
@@ -205,7 +215,18 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
     real = {h: ps for h, ps in heaps.items() if len(ps) >= MIN_HEAP_PAGES}
     out = real or heaps
     prog.heap_state.heaps = out
+    prog.heap_state.read_only = read_only
     return out
+
+
+def read_only_pages(prog: Program, lay: _Layout) -> list[Page]:
+    """The read-only space's pages: oddballs, the maps of strings and arrays,
+    the empty arrays, internalized names every isolate shares (V8's heap
+    snapshot files them under `(Read-only roots)`). The census leaves them
+    out: nothing there is the program's."""
+    find_heaps(prog, lay)
+    return [Page(p.address, p.flags, p.owner, p.start, p.end, p.meta, 0)
+            for p in prog.heap_state.read_only or []]
 
 
 def find_pages(prog: Program, lay: _Layout, heap: int | None = None) -> tuple[int, list[Page]]:
@@ -253,23 +274,59 @@ def _parse_header(a: int, head: bytes, lay: _Layout, backend, need: int,
         # The metadata names its chunk right after its vtable. A page whose
         # metadata was freed (a pooled or released page, holding stale objects)
         # has lost its vtable pointer into the node binary.
-        if struct.unpack_from("<Q", m, 8)[0] != a or \
-                not in_binary(struct.unpack_from("<Q", m, 0)[0]):
+        vtable, chunk = struct.unpack_from("<QQ", m, 0)
+        # A read-only page's metadata (not a virtual class) has neither.
+        bare = vtable == 0 and chunk == 0
+        if not bare and (chunk != a or not in_binary(vtable)):
             return None
     else:
         meta = a
         m = head
-    if flags & lay.freed or (lay.meta_flags >= 0 and
-                             struct.unpack_from("<I", m, lay.meta_flags)[0] & lay.meta_freed):
-        return None  # given back to the OS soon: what it holds is dead
+        bare = False
     heap = struct.unpack_from("<Q", m, lay.heap)[0]
+    # (A read-only page, never freed, has a flag bit among those of freed ones.)
+    if heap and (flags & lay.freed or (lay.meta_flags >= 0 and
+                                       struct.unpack_from("<I", m, lay.meta_flags)[0]
+                                       & lay.meta_freed)):
+        return None  # given back to the OS soon: what it holds is dead
     start = struct.unpack_from("<Q", m, lay.area_start)[0]
     end = struct.unpack_from("<Q", m, lay.area_end)[0]
     owner = struct.unpack_from("<Q", m, lay.owner)[0]
     if not (a < start < end <= a + PAGE_SIZE_LIMIT) or start - a > 0x10000 or start & 7 \
-            or end & 7 or heap < 0x10000 or heap & 7:
+            or end & 7 or (heap < 0x10000 and heap != 0) or heap & 7 or (bare and heap):
         return None
     return Page(a, flags, owner, start, end, meta, heap)
+
+
+def _read_only(backend, cands: list[Page]) -> list[Page]:
+    """The pages of those whose header names no Heap that are the read-only
+    space's: a page whose first object's map is in one of them (the space
+    holds its own maps, the meta map first)."""
+    maps: dict[int, int] = {}  # page start -> its first object's map
+    for p in cands:
+        try:
+            w = struct.unpack("<Q", backend.read(p.start, 8))[0]
+        except Exception:
+            continue
+        if w & 3 == 1:
+            maps[p.start] = w - 1
+    by_start = sorted((p for p in cands if p.start in maps), key=lambda p: p.start)
+    starts = [p.start for p in by_start]
+
+    def page_of(a: int) -> Page | None:
+        i = bisect.bisect_right(starts, a) - 1
+        return by_start[i] if i >= 0 and a < by_start[i].end else None
+
+    # Those holding their own first map, then those whose first map is in a
+    # page kept: a few rounds at most.
+    kept = {p.start for p in by_start if page_of(maps[p.start]) is p}
+    for _ in range(len(by_start)):
+        more = {p.start for p in by_start if p.start not in kept
+                and (q := page_of(maps[p.start])) is not None and q.start in kept}
+        if not more:
+            break
+        kept |= more
+    return [p for p in by_start if p.start in kept]
 
 
 def _find_labs(prog: Program, heap: int, pages: list[Page], lay: _Layout) -> list[tuple[int, int, int]]:

@@ -61,6 +61,16 @@ class Properties(ValuesBase):
         return {where: key for key, _a, _e, inobj, where in self._descriptors(m, m, bf3, cap)
                 if inobj}
 
+    def fast_fields(self, m: int, cap: int = MAX_PROPERTIES
+                    ) -> list[tuple[int, bool, bool | None, int]] | None:
+        """(key, accessor, in object?, where) of each own descriptor of a fast map,
+        as `_descriptors` gives them; None for a dictionary map."""
+        bf3 = self.mem.u32(m - 1 + self.off("Map", "bit_field3"))
+        if (bf3 >> self.md.const("bit_field3_is_dictionary_map_shift", 21)) & 1:
+            return None
+        return [(key, acc, inobj, where)
+                for key, acc, _e, inobj, where in self._descriptors(m, m, bf3, cap)]
+
     def _descriptors(self, obj: int, m: int, bf3: int,
                      cap: int) -> list[tuple[int, bool, bool, bool | None, int]]:
         """(key, accessor, enumerable, in object?, where) of a fast map's own

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from support import (ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, build_addon, json_line, major,
+from support import (ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, build_addon, json_line,
                      validate_output)
 
 TRACING_LINE = "v8dbg: tracing process"
@@ -170,9 +170,9 @@ def test_threadpool_addon_jobs(server):
     queued through N-API and with uv_queue_work called directly: counted and
     named by the add-on's own C functions (its execute callback, its work
     callback, symbolized from the .node file), and timed, the run of each
-    being its 40 ms sleep. Direct uv_queue_work jobs are timed only where
-    uv__queue_work starts with an emulated instruction (node 26); before,
-    they are counted untimed (tracing/threadpool.py says why)."""
+    being its 40 ms sleep. Direct uv_queue_work jobs are timed on every
+    line: at uv__queue_work's entry where it is emulated (node 26), before
+    by perf-event uprobes in libuv's worker() (tracing/uvwork.py)."""
     napi, uv, ms = 6, 5, 40
     t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json")
     try:
@@ -185,12 +185,8 @@ def test_threadpool_addon_jobs(server):
     validate_output(doc, "trace")
     kinds = {k["kind"]: k for k in doc["kinds"]}
     untimed = {u["kind"]: u["count"] for u in doc.get("untimed", [])}
-    want_timed = {"pool_napi_sleep": napi}
-    if major(server.version) >= 26:
-        want_timed["pool_uv_sleep"] = uv
-        assert untimed == {}, doc
-    else:
-        assert untimed == {"pool_uv_sleep": uv}, doc
+    want_timed = {"pool_napi_sleep": napi, "pool_uv_sleep": uv}
+    assert untimed == {}, doc
     got = {k: kinds[k]["count"] if k in kinds else 0 for k in want_timed}
     assert got == want_timed, doc["kinds"]
     for name, n in got.items():

@@ -81,8 +81,9 @@ class Tracer:
     """`v8dbg ARGS` in the background, started once its probes are attached;
     stopped by SIGINT (as Ctrl-C) and always reaped."""
 
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "v8dbg", *args], cwd=ROOT,
+    def __init__(self, *args: str, wrapper: str | None = None) -> None:
+        run = ["-c", wrapper] if wrapper else ["-m", "v8dbg"]  # wrapper: a script running v8dbg
+        self.proc = subprocess.Popen([sys.executable, *run, *args], cwd=ROOT,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.err = ""
         deadline = time.time() + 90
@@ -174,6 +175,7 @@ def test_threadpool_addon_jobs(server):
     line: at uv__queue_work's entry where it is emulated (node 26), before
     by perf-event uprobes in libuv's worker() (tracing/uvwork.py)."""
     napi, uv, ms = 6, 5, 40
+    get(server, "/pool?p=1&z=0&f=0")  # the pool's threads started, as on a server that has run
     t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json")
     try:
         assert get(server, f"/addon?napi={napi}&uv={uv}&ms={ms}") == "queued"
@@ -197,6 +199,44 @@ def test_threadpool_addon_jobs(server):
         assert ms * 1000 <= run["p50_us"] <= run["max_us"] < 65536, (name, run)
         assert run["max_us"] <= k["max_us"] and k["wait"]["max_us"] <= k["max_us"], k
         assert sum(b["count"] for b in k["histogram"] if b["low"] >= 32768) == n, k
+    assert_nothing_left(server.pid)
+
+
+# A kernel without the uprobe PMU (what the worker() probes need), bpftrace
+# still working: the path v8dbg reads the PMU's type from made absent.
+_NO_UPROBE_PMU = r"""
+import runpy, sys
+import v8dbg.inferior.perf_uprobes as pu
+pu.UPROBE_TYPE = "/nonexistent/uprobe/type"
+sys.argv = ["v8dbg", *sys.argv[1:]]
+runpy.run_module("v8dbg", run_name="__main__")
+"""
+
+
+def test_threadpool_addon_jobs_without_perf_events(server):
+    """Where the perf-event uprobes cannot be had, an add-on's uv_queue_work
+    jobs are counted untimed with the reason (JSON untimed_why, one stderr
+    line) and the rest is traced as usual. Node 18 to 24 only (26 needs no
+    such probes); one line, to keep the suite short."""
+    if server.version != VERSIONS[0]:
+        pytest.skip("one line is enough: the fallback is the same on 18 to 24")
+    uv, ms = 3, 20
+    get(server, "/pool?p=1&z=0&f=0")
+    t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json", wrapper=_NO_UPROBE_PMU)
+    try:
+        assert get(server, f"/addon?napi=0&uv={uv}&ms={ms}") == "queued"
+        rc, out, err = t.stop()
+    finally:
+        t.kill()
+    assert rc == 0, err
+    doc = json_line(out, "trace threadpool")
+    validate_output(doc, "trace")
+    assert {u["kind"]: u["count"] for u in doc.get("untimed", [])} == {"pool_uv_sleep": uv}, doc
+    assert "pool_uv_sleep" not in {k["kind"] for k in doc["kinds"]}, doc
+    assert "no uprobe perf events" in doc["untimed_why"], doc
+    assert ("v8dbg: perf-event uprobes refused (this kernel has no uprobe perf events "
+            "(/nonexistent/uprobe/type)): uv_queue_work jobs of add-ons are counted, "
+            "not timed") in err.splitlines(), err
     assert_nothing_left(server.pid)
 
 

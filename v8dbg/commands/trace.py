@@ -170,9 +170,15 @@ def _trace(args: argparse.Namespace) -> int:
     fed = 0
 
     def tick(lines: list[str]) -> None:
+        # Ctrl-C and SIGTERM held off while lines and hits are taken in (they
+        # land after: no line counted fed that the joiner did not get).
         nonlocal fed
-        fed += len(lines)
-        timer.tick(lines)  # type: ignore[union-attr]
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            timer.tick(lines)  # type: ignore[union-attr]
+            fed += len(lines)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
     try:
         program = (threadpool.program(sites, exe, args.pid, elf, worker_timed=True)
                    if timer is not None else mod.program(sites, exe, args.pid, elf))

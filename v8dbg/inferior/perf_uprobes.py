@@ -20,6 +20,9 @@ import os
 import struct
 from dataclasses import dataclass
 
+from ..errors import V8DbgError
+from .backend import thread_name
+from .ptrace import thread_ids
 from .perf import (F_DISABLED, F_EXCLUDE_HV, F_USE_CLOCKID, ATTR_SIZE, CLOCK_MONOTONIC,
                    SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME, SAMPLE_REGS_USER, SYS_PERF_EVENT_OPEN,
                    PerfSampler, PerfUnavailable, _Attr, _syscall, _why)
@@ -53,13 +56,48 @@ class UprobeEvents(PerfSampler):
     """Uprobes at `offsets` of file `path` on every thread of process `pid`,
     each hit with register `reg`; one ring a thread, shared by its events."""
 
-    def __init__(self, pid: int, path: str, offsets: list[int], reg: str) -> None:
+    def __init__(self, pid: int, path: str, offsets: list[int], reg: str,
+                 thread_name: str | None = None) -> None:
         super().__init__(pid, 1.0)
+        # Only threads named so, once any is (others released), and never
+        # the main thread: a thread with a perf event pays at every context
+        # switch, hit or not.
+        self.only_named = thread_name
         self.kind = uprobe_type()
         self._path = ctypes.create_string_buffer(path.encode())  # kept alive: config1 points here
         self.offsets = offsets
         self.regs_mask = 1 << REGS[reg]
         self.pages = RING_PAGES
+
+    def attach(self, all_threads: bool = True) -> None:
+        """The events opened (raises PerfUnavailable when refused: tried on
+        the main thread, which is then let go) on the threads that may hit."""
+        if not thread_ids(self.pid):
+            raise V8DbgError(f"no process {self.pid}")
+        self.open(self.pid)
+        self._close(self.pid)
+        self.released.add(self.pid)
+        self.refresh_threads()
+
+    def refresh_threads(self) -> list[int]:
+        tids = [t for t in thread_ids(self.pid) if t != self.pid]
+        if self.only_named:
+            named = {t for t in tids if thread_name(self.pid, t) == self.only_named}
+            if named:
+                for t in [t for t in self.rings if t not in named]:
+                    self._close(t)
+                    self.released.add(t)
+                tids = [t for t in tids if t in named]
+        new = []
+        for tid in tids:
+            if tid in self.rings or tid in self.released:
+                continue
+            try:
+                self.open(tid)
+            except V8DbgError:
+                continue  # gone meanwhile
+            new.append(tid)
+        return new
 
     def _uprobe_attr(self, offset: int) -> _Attr:
         a = _Attr()

@@ -19,6 +19,7 @@ from ..inferior.perf_uprobes import UprobeEvents
 from ..inferior.uprobes import cheap_entry
 from ..v8.probes import Sites
 
+POOL_THREAD = "libuv-worker"  # what the libuv of node 22 and later names its pool threads
 LINE = "@tpq"  # what the bpftrace program prints for each job to join
 GRACE_NS = 5_000_000_000  # a run no queue record claims within this is another job's
 MAX_PENDING = 1_000_000  # runs and queue records held unjoined at once
@@ -150,7 +151,8 @@ class WorkerTimer:
             raise V8DbgError(f"worker()'s call sites are not in {exe}'s file")
         ips = [_runtime(pid, exe, o) for o in offs]  # type: ignore[arg-type]
         self.joiner = Joiner(ips[0], ips[1], ws.wq_off)
-        self.events = UprobeEvents(pid, exe, offs, ws.reg)  # type: ignore[arg-type]
+        self.events = UprobeEvents(pid, exe, offs, ws.reg,  # type: ignore[arg-type]
+                                   thread_name=POOL_THREAD)
         try:
             self.events.attach(all_threads=True)
             self.events.start()

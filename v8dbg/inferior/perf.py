@@ -283,7 +283,7 @@ class PerfSampler:
 
     def take(self) -> list[Any]:
         """Every sample written since the last call, oldest first per thread."""
-        out: list[Snapshot] = []
+        out: list[Any] = []
         for r in list(self.rings.values()):
             out.extend(self._drain(r))
         return out

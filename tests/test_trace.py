@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from support import (ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, build_addon, json_line,
+from support import (ROOT, SYSTEM_PYTHON, VERSIONS, LiveNode, build_addon, json_line, major,
                      validate_output)
 
 TRACING_LINE = "v8dbg: tracing process"
@@ -166,6 +166,27 @@ def test_threadpool_jobs_per_kind(server):
     assert_nothing_left(server.pid)
 
 
+def _worker_sites(server) -> list[int]:
+    """The runtime addresses of the worker() probes on this line (none on 26)."""
+    from v8dbg.inferior.elf import open_elf
+    from v8dbg.tracing import threadpool, uvwork
+    from v8dbg.v8 import probes
+    exe = os.readlink(f"/proc/{server.pid}/exe")
+    elf = open_elf(exe)
+    ws = uvwork.worker_sites(elf, probes.find(elf, threadpool.SITES, threadpool.OPTIONAL))
+    if major(server.version) < 26:
+        assert ws is not None
+    if ws is None:
+        return []
+    return [uvwork.runtime_address(server.pid, exe, elf.vaddr_to_offset(a)) for a in (ws.before, ws.after)]
+
+
+def _byte(pid: int, addr: int) -> int:
+    with open(f"/proc/{pid}/mem", "rb") as fh:
+        fh.seek(addr)
+        return fh.read(1)[0]
+
+
 def test_threadpool_addon_jobs(server):
     """A native add-on's jobs (tests/fixtures/pool_addon.cc, built with g++),
     queued through N-API and with uv_queue_work called directly: counted and
@@ -176,12 +197,17 @@ def test_threadpool_addon_jobs(server):
     by perf-event uprobes in libuv's worker() (tracing/uvwork.py)."""
     napi, uv, ms = 6, 5, 40
     get(server, "/pool?p=1&z=0&f=0")  # the pool's threads started, as on a server that has run
+    sites = _worker_sites(server)
     t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json")
     try:
+        # The worker() probes are in place (int3) while tracing, on 18 to 24.
+        assert [_byte(server.pid, a) for a in sites] == [0xCC] * len(sites), sites
         assert get(server, f"/addon?napi={napi}&uv={uv}&ms={ms}") == "queued"
         rc, out, err = t.stop()
     finally:
         t.kill()
+    # ... and gone after: the calls are back.
+    assert [_byte(server.pid, a) for a in sites] == [0xE8] * len(sites), sites
     assert rc == 0, err
     doc = json_line(out, "trace threadpool")
     validate_output(doc, "trace")

@@ -149,7 +149,7 @@ class WorkerTimer:
         offs = [elf.vaddr_to_offset(a) for a in (ws.before, ws.after)]
         if None in offs:
             raise V8DbgError(f"worker()'s call sites are not in {exe}'s file")
-        ips = [_runtime(pid, exe, o) for o in offs]  # type: ignore[arg-type]
+        ips = [runtime_address(pid, exe, o) for o in offs]  # type: ignore[arg-type]
         self.joiner = Joiner(ips[0], ips[1], ws.wq_off)
         self.events = UprobeEvents(pid, exe, offs, ws.reg,  # type: ignore[arg-type]
                                    thread_name=POOL_THREAD)
@@ -187,7 +187,7 @@ class WorkerTimer:
         self.events.close()
 
 
-def _runtime(pid: int, exe: str, off: int) -> int:
+def runtime_address(pid: int, exe: str, off: int) -> int:
     """The runtime address of file offset `off` of `exe` in process `pid`."""
     for m in proc_maps(pid):
         if m.path == exe and m.offset <= off < m.offset + (m.end - m.start):

@@ -79,6 +79,7 @@ class Joiner:
     runs: deque = field(default_factory=deque)  # (w, start, end)
     current: dict[int, tuple[int, int]] = field(default_factory=dict)  # tid -> (w, start)
     done: list[Timed] = field(default_factory=list)
+    held: int = 0  # queue records held unjoined
     dropped: int = 0  # records past MAX_PENDING
     lost: int = 0  # hits the kernel could not write (a ring full)
     newest: int = 0
@@ -89,10 +90,11 @@ class Joiner:
             if len(parts) != 4 or parts[0] != LINE:
                 continue
             w, key, t = (int(p) for p in parts[1:])
-            if sum(len(q) for q in self.queued.values()) >= MAX_PENDING:
+            if self.held >= MAX_PENDING:
                 self.dropped += 1
                 continue
             self.queued.setdefault(w, deque()).append((t, key))
+            self.held += 1
 
     def hits(self, hits: list) -> None:
         before, after = self.before_ip, self.after_ip
@@ -120,6 +122,7 @@ class Joiner:
             rec = None
             while q and q[0][0] <= start:
                 rec = q.popleft()
+                self.held -= 1
             if q is not None and not q:
                 del self.queued[w]
             if rec is not None:

@@ -141,14 +141,13 @@ def _worker_timer(args: argparse.Namespace, exe: str, elf: Any, sites: Any) -> t
     and why not (perf events refused: those jobs are then counted untimed)."""
     if args.what != "threadpool":
         return None, None
-    from ..inferior.perf import PerfUnavailable
     from ..tracing import uvwork
     ws = uvwork.worker_sites(elf, sites)
     if ws is None:
         return None, None
     try:
         return uvwork.WorkerTimer(args.pid, exe, elf, ws), None
-    except PerfUnavailable as e:
+    except V8DbgError as e:  # PerfUnavailable, or the binary not mapped where expected
         why = f"perf-event uprobes refused ({e}): uv_queue_work jobs of add-ons are counted, not timed"
         print(f"v8dbg: {why}", file=sys.stderr)
         return None, why

@@ -81,8 +81,9 @@ class Tracer:
     """`v8dbg ARGS` in the background, started once its probes are attached;
     stopped by SIGINT (as Ctrl-C) and always reaped."""
 
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "v8dbg", *args], cwd=ROOT,
+    def __init__(self, *args: str, wrapper: str | None = None) -> None:
+        run = ["-c", wrapper] if wrapper else ["-m", "v8dbg"]  # wrapper: a script running v8dbg
+        self.proc = subprocess.Popen([sys.executable, *run, *args], cwd=ROOT,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.err = ""
         deadline = time.time() + 90
@@ -165,32 +166,55 @@ def test_threadpool_jobs_per_kind(server):
     assert_nothing_left(server.pid)
 
 
+def _worker_sites(server) -> list[int]:
+    """The runtime addresses of the worker() probes on this line (none on 26)."""
+    from v8dbg.inferior.elf import open_elf
+    from v8dbg.tracing import threadpool, uvwork
+    from v8dbg.v8 import probes
+    exe = os.readlink(f"/proc/{server.pid}/exe")
+    elf = open_elf(exe)
+    ws = uvwork.worker_sites(elf, probes.find(elf, threadpool.SITES, threadpool.OPTIONAL))
+    if major(server.version) < 26:
+        assert ws is not None
+    if ws is None:
+        return []
+    return [uvwork.runtime_address(server.pid, exe, elf.vaddr_to_offset(a)) for a in (ws.before, ws.after)]
+
+
+def _byte(pid: int, addr: int) -> int:
+    with open(f"/proc/{pid}/mem", "rb") as fh:
+        fh.seek(addr)
+        return fh.read(1)[0]
+
+
 def test_threadpool_addon_jobs(server):
     """A native add-on's jobs (tests/fixtures/pool_addon.cc, built with g++),
     queued through N-API and with uv_queue_work called directly: counted and
     named by the add-on's own C functions (its execute callback, its work
     callback, symbolized from the .node file), and timed, the run of each
-    being its 40 ms sleep. Direct uv_queue_work jobs are timed only where
-    uv__queue_work starts with an emulated instruction (node 26); before,
-    they are counted untimed (tracing/threadpool.py says why)."""
+    being its 40 ms sleep. Direct uv_queue_work jobs are timed on every
+    line: at uv__queue_work's entry where it is emulated (node 26), before
+    by perf-event uprobes in libuv's worker() (tracing/uvwork.py)."""
     napi, uv, ms = 6, 5, 40
+    get(server, "/pool?p=1&z=0&f=0")  # the pool's threads started, as on a server that has run
+    sites = _worker_sites(server)
     t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json")
     try:
+        # The worker() probes are in place (int3) while tracing, on 18 to 24.
+        assert [_byte(server.pid, a) for a in sites] == [0xCC] * len(sites), sites
         assert get(server, f"/addon?napi={napi}&uv={uv}&ms={ms}") == "queued"
         rc, out, err = t.stop()
     finally:
         t.kill()
+    # ... and gone after: the calls are back.
+    assert [_byte(server.pid, a) for a in sites] == [0xE8] * len(sites), sites
     assert rc == 0, err
     doc = json_line(out, "trace threadpool")
     validate_output(doc, "trace")
     kinds = {k["kind"]: k for k in doc["kinds"]}
     untimed = {u["kind"]: u["count"] for u in doc.get("untimed", [])}
-    want_timed = {"pool_napi_sleep": napi}
-    if major(server.version) >= 26:
-        want_timed["pool_uv_sleep"] = uv
-        assert untimed == {}, doc
-    else:
-        assert untimed == {"pool_uv_sleep": uv}, doc
+    want_timed = {"pool_napi_sleep": napi, "pool_uv_sleep": uv}
+    assert untimed == {}, doc
     got = {k: kinds[k]["count"] if k in kinds else 0 for k in want_timed}
     assert got == want_timed, doc["kinds"]
     for name, n in got.items():
@@ -201,6 +225,44 @@ def test_threadpool_addon_jobs(server):
         assert ms * 1000 <= run["p50_us"] <= run["max_us"] < 65536, (name, run)
         assert run["max_us"] <= k["max_us"] and k["wait"]["max_us"] <= k["max_us"], k
         assert sum(b["count"] for b in k["histogram"] if b["low"] >= 32768) == n, k
+    assert_nothing_left(server.pid)
+
+
+# A kernel without the uprobe PMU (what the worker() probes need), bpftrace
+# still working: the path v8dbg reads the PMU's type from made absent.
+_NO_UPROBE_PMU = r"""
+import runpy, sys
+import v8dbg.inferior.perf_uprobes as pu
+pu.UPROBE_TYPE = "/nonexistent/uprobe/type"
+sys.argv = ["v8dbg", *sys.argv[1:]]
+runpy.run_module("v8dbg", run_name="__main__")
+"""
+
+
+def test_threadpool_addon_jobs_without_perf_events(server):
+    """Where the perf-event uprobes cannot be had, an add-on's uv_queue_work
+    jobs are counted untimed with the reason (JSON untimed_why, one stderr
+    line) and the rest is traced as usual. Node 18 to 24 only (26 needs no
+    such probes); one line, to keep the suite short."""
+    if server.version != VERSIONS[0]:
+        pytest.skip("one line is enough: the fallback is the same on 18 to 24")
+    uv, ms = 3, 20
+    get(server, "/pool?p=1&z=0&f=0")
+    t = Tracer("trace", "threadpool", "--pid", str(server.pid), "--json", wrapper=_NO_UPROBE_PMU)
+    try:
+        assert get(server, f"/addon?napi=0&uv={uv}&ms={ms}") == "queued"
+        rc, out, err = t.stop()
+    finally:
+        t.kill()
+    assert rc == 0, err
+    doc = json_line(out, "trace threadpool")
+    validate_output(doc, "trace")
+    assert {u["kind"]: u["count"] for u in doc.get("untimed", [])} == {"pool_uv_sleep": uv}, doc
+    assert "pool_uv_sleep" not in {k["kind"] for k in doc["kinds"]}, doc
+    assert "no uprobe perf events" in doc["untimed_why"], doc
+    assert ("v8dbg: perf-event uprobes refused (this kernel has no uprobe perf events "
+            "(/nonexistent/uprobe/type)): uv_queue_work jobs of add-ons are counted, "
+            "not timed") in err.splitlines(), err
     assert_nothing_left(server.pid)
 
 

@@ -78,11 +78,13 @@ def target_binary(pid: int) -> str:
 def run_program(pid: int, program: str, duration: float | None, unsafe: bool = False,
                 syscalls: bool = False,
                 on_lines: Callable[[list[str]], bool] | None = None,
-                on_start: Callable[[int], None] | None = None) -> tuple[Any, str, float]:
+                on_start: Callable[[int], None] | None = None,
+                on_tick: Callable[[list[str]], None] | None = None) -> tuple[Any, str, float]:
     """Run a bpftrace program against `pid` until the duration ends, Ctrl-C,
     SIGTERM, the target exits, or `on_lines` (fed the printf lines) says
     stop; returns (output, why it stopped, seconds traced). bpftrace is
-    stopped on every path; `on_start` is told its pid once it runs."""
+    stopped on every path; `on_start` is told its pid once it runs;
+    `on_tick` is fed the new printf lines (maybe none) about 4 times a second."""
     from ..inferior.bpftrace import Run, check_privileges, engine, ensure_tracefs, process_gone
     engine()
     check_privileges()
@@ -111,6 +113,8 @@ def run_program(pid: int, program: str, duration: float | None, unsafe: bool = F
             if left is not None and left <= 0:
                 break
             lines = run.poll(min(0.25, left) if left is not None else 0.25)
+            if on_tick:
+                on_tick(lines)
             if on_lines and lines and on_lines(lines):
                 why = "done"
                 break
@@ -130,6 +134,25 @@ def run_program(pid: int, program: str, duration: float | None, unsafe: bool = F
     return out, why, elapsed
 
 
+def _worker_timer(args: argparse.Namespace, exe: str, elf: Any, sites: Any) -> tuple[Any, str | None]:
+    """For `threadpool` on a line whose uv__queue_work entry would be
+    single-stepped: perf-event uprobes in libuv's worker() that time the
+    jobs an add-on queues with uv_queue_work (tracing/uvwork.py), or None
+    and why not (perf events refused: those jobs are then counted untimed)."""
+    if args.what != "threadpool":
+        return None, None
+    from ..tracing import uvwork
+    ws = uvwork.worker_sites(elf, sites)
+    if ws is None:
+        return None, None
+    try:
+        return uvwork.WorkerTimer(args.pid, exe, elf, ws), None
+    except V8DbgError as e:  # PerfUnavailable, or the binary not mapped where expected
+        why = f"perf-event uprobes refused ({e}): uv_queue_work jobs of add-ons are counted, not timed"
+        print(f"v8dbg: {why}", file=sys.stderr)
+        return None, why
+
+
 def _trace(args: argparse.Namespace) -> int:
     from ..inferior.elf import open_elf
     from ..v8 import probes
@@ -142,12 +165,33 @@ def _trace(args: argparse.Namespace) -> int:
     elf = open_elf(exe)
     mod = {"gc": gc, "threadpool": threadpool, "http": http}[args.what]
     sites = probes.find(elf, mod.SITES, getattr(mod, "OPTIONAL", []))
-    program = mod.program(sites, exe, args.pid, elf)
-    out, why, elapsed = run_program(args.pid, program, args.duration,
-                                    syscalls=args.what == "http")
+    timer, untimed_why = _worker_timer(args, exe, elf, sites)
+    fed = 0
+
+    def tick(lines: list[str]) -> None:
+        # Ctrl-C and SIGTERM held off while lines and hits are taken in (they
+        # land after: no line counted fed that the joiner did not get).
+        nonlocal fed
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            timer.tick(lines)  # type: ignore[union-attr]
+            fed += len(lines)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    try:
+        program = (threadpool.program(sites, exe, args.pid, elf, worker_timed=True)
+                   if timer is not None else mod.program(sites, exe, args.pid, elf))
+        out, why, elapsed = run_program(args.pid, program, args.duration,
+                                        syscalls=args.what == "http",
+                                        on_tick=tick if timer is not None else None)
+    except BaseException:
+        if timer is not None:
+            timer.close()  # nothing stays attached on any way out
+        raise
+    joined = timer.finish(out.lines[fed:]) if timer is not None else None
     report = (mod.decode(out, sites) if args.what == "gc"
-              else threadpool.decode(out, elf, args.pid) if args.what == "threadpool"
-              else mod.decode(out, elf))
+              else threadpool.decode(out, elf, args.pid, joined, untimed_why)
+              if args.what == "threadpool" else mod.decode(out, elf))
     from . import trace_output
     text = (trace_output.to_json(args.what, report, elapsed) if args.json
             else trace_output.to_text(args.what, report, args.pid, elapsed))

@@ -26,6 +26,8 @@ def to_json(what: str, report: Any, elapsed: float) -> str:
         if report.untimed:
             doc["untimed"] = [{"kind": u.kind, "key": u.key, "count": u.count}
                               for u in report.untimed]
+            if report.untimed_why:
+                doc["untimed_why"] = report.untimed_why
     else:
         doc["urls"] = [{"method": u.method, "url": u.url, "count": u.count,
                         "p50_us": u.p50_us, "p99_us": u.p99_us, "max_us": u.max_us,
@@ -65,8 +67,10 @@ def to_text(what: str, report: Any, pid: int, elapsed: float) -> str:
                        f"{_us(k.total.p99_us):>8} {k.total.max_us:>8} {_us(k.wait.p50_us):>9} "
                        f"{k.wait.max_us:>9} {_us(k.run.p50_us):>8} {k.run.max_us:>8}")
         for u in report.untimed:
-            out.append(f"{u.kind[:28]:<28} {u.count:>7} queued, not timed on this release "
+            out.append(f"{u.kind[:28]:<28} {u.count:>7} queued, not timed "
                        "(uv_queue_work from an add-on)")
+        if report.untimed and report.untimed_why:
+            out.append(f"  not timed: {report.untimed_why}")
         for k in report.kinds:
             out.append("")
             out.append(f"{k.kind}: queued to done")

@@ -30,8 +30,8 @@ import os
 import random
 import select
 import struct
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import V8DbgError
 from .backend import Registers, thread_name
@@ -51,7 +51,7 @@ F_DISABLED, F_EXCLUDE_KERNEL, F_EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
 F_USE_CLOCKID = 1 << 25
 CLOCK_MONOTONIC = 1
 ATTR_SIZE = 112  # PERF_ATTR_SIZE_VER5: up to sample_max_stack
-IOC_ENABLE, IOC_DISABLE = 0x2400, 0x2401
+IOC_ENABLE, IOC_DISABLE, IOC_SET_OUTPUT = 0x2400, 0x2401, 0x2405
 IOC_PERIOD = 0x40082404  # _IOW('$', 4, u64)
 JITTER = 0.25  # each period drawn from [1 - JITTER, 1 + JITTER] times the mean
 RECORD_LOST, RECORD_SAMPLE = 2, 9
@@ -121,6 +121,7 @@ class _Ring:
     size: int  # bytes of the data area
     last: Snapshot | None = None
     clock: int = -1  # the thread's clock (its CPU ns) at its last sample read
+    more: list[int] = field(default_factory=list)  # events writing into this ring too
 
 
 class PerfSampler:
@@ -128,6 +129,8 @@ class PerfSampler:
 
     Snapshots carry the sampled registers and stack copy, so the ptrace
     backend's reader (process_vm_readv, no attach) serves everything else.
+    The rings (one a thread, opened, drained, closed) are the same for any
+    event: a subclass changes `_open_fds` and `_sample` (inferior/perf_uprobes.py).
     """
 
     def __init__(self, pid: int, rate: float) -> None:
@@ -174,9 +177,13 @@ class PerfSampler:
             raise PerfUnavailable(_why(err, self.pid))
         raise PerfUnavailable(_why(errno.EACCES, self.pid))
 
+    def _open_fds(self, tid: int) -> list[int]:
+        """The thread's events: the first gets the ring, the others write into it."""
+        return [self._open_fd(tid)]
+
     def open(self, tid: int) -> None:
-        """Start sampling one thread (its ring mapped, its event enabled)."""
-        fd = self._open_fd(tid)
+        """Start sampling one thread (its ring mapped, its events enabled)."""
+        fd, *more = self._open_fds(tid)
         while True:
             try:
                 buf = mmap.mmap(fd, (1 + self.pages) * _PAGE, mmap.MAP_SHARED,
@@ -187,18 +194,28 @@ class PerfSampler:
                 if e.errno in (errno.EPERM, errno.ENOMEM) and self.pages > MIN_RING_PAGES:
                     self.pages //= 2
                     continue
-                os.close(fd)
+                for f in (fd, *more):
+                    os.close(f)
                 raise PerfUnavailable(f"cannot map a perf ring buffer: {e.strerror}") from None
-        self.rings[tid] = _Ring(tid, fd, buf, self.pages * _PAGE)
+        ring = _Ring(tid, fd, buf, self.pages * _PAGE, more=more)
+        for f in more:
+            if _ioctl(f, IOC_SET_OUTPUT, fd) != 0:
+                err = ctypes.get_errno()
+                self.rings[tid] = ring
+                self._close(tid)
+                raise PerfUnavailable(f"perf events cannot share a ring: {os.strerror(err)}")
+        self.rings[tid] = ring
         if self.started:
-            _ioctl(fd, IOC_ENABLE, 0)
+            for f in (fd, *more):
+                _ioctl(f, IOC_ENABLE, 0)
 
     def start(self) -> None:
         """Enable every event opened so far (they open disabled: nothing is
         written before the sampling clock starts)."""
         self.started = True
         for r in self.rings.values():
-            _ioctl(r.fd, IOC_ENABLE, 0)
+            for f in (r.fd, *r.more):
+                _ioctl(f, IOC_ENABLE, 0)
 
     def attach(self, all_threads: bool) -> None:
         """The main thread, and with `all_threads` every other one (disabled
@@ -231,9 +248,11 @@ class PerfSampler:
         r = self.rings.pop(tid, None)
         if r is None:
             return
-        _ioctl(r.fd, IOC_DISABLE, 0)
+        for f in (r.fd, *r.more):
+            _ioctl(f, IOC_DISABLE, 0)
         r.buf.close()
-        os.close(r.fd)
+        for f in (r.fd, *r.more):
+            os.close(f)
 
     def close(self) -> None:
         for tid in list(self.rings):
@@ -270,14 +289,14 @@ class PerfSampler:
         head, tail = struct.unpack_from("<QQ", r.buf, 1024)
         return head != tail
 
-    def take(self) -> list[Snapshot]:
+    def take(self) -> list[Any]:
         """Every sample written since the last call, oldest first per thread."""
-        out: list[Snapshot] = []
+        out: list[Any] = []
         for r in list(self.rings.values()):
             out.extend(self._drain(r))
         return out
 
-    def _drain(self, r: _Ring) -> list[Snapshot]:
+    def _drain(self, r: _Ring) -> list[Any]:
         buf, size = r.buf, r.size
         head = struct.unpack_from("<Q", buf, 1024)[0]
         tail = struct.unpack_from("<Q", buf, 1032)[0]
@@ -333,7 +352,7 @@ class PerfSampler:
         first = _PAGE + size - off
         return buf[off:_PAGE + size] + buf[_PAGE:_PAGE + n - first]
 
-    def _sample(self, rec: bytes, r: _Ring) -> Snapshot | None:
+    def _sample(self, rec: bytes, r: _Ring) -> Any:
         """IP, PID/TID, TIME, READ (the clock's count), REGS_USER (abi, bp,
         sp, ip), STACK_USER (size, data, dyn_size)."""
         try:

@@ -28,6 +28,8 @@ def emulated(code: bytes) -> bool:
         return True
     if b == 0x0F and len(code) > 1 and code[1] == 0x1F:  # nopl/nopw
         return True
+    if b in (0xE8, 0xE9, 0xEB):  # call rel32, jmp rel32, jmp rel8
+        return True
     return False
 
 

@@ -20,6 +20,19 @@ class Histogram:
             out.append((low, high, int(r.get("count", 0))))
         return cls(out)
 
+    @classmethod
+    def from_values(cls, values: list[int]) -> "Histogram":
+        """The buckets bpftrace's hist() would keep for `values` (>= 0):
+        [0], [1], then [2^k, 2^(k+1) - 1], so both sources read alike."""
+        counts: dict[int, int] = {}
+        for v in values:
+            k = max(int(v), 0).bit_length()  # 0 -> 0, 1 -> 1, 2..3 -> 2, ...
+            counts[k] = counts.get(k, 0) + 1
+        top = max(counts, default=-1)
+        out = [((1 << (k - 1)) if k else 0, (1 << k) - 1 if k else 0, counts.get(k, 0))
+               for k in range(top + 1)]
+        return cls(out)
+
     @property
     def count(self) -> int:
         return sum(c for _, _, c in self.buckets)

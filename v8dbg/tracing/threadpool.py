@@ -14,17 +14,18 @@ from ..inferior.elf import ElfFile, open_elf
 from ..inferior.process import LoadedModule
 from ..inferior.uprobes import cheap_entry
 from ..v8.probes import Sites, class_of_vtable, function_at
+from . import uvwork
 from .histogram import Histogram
 
 SITES = ["uv_queue_work", "uv_work_submit", "uv_work_functions", "node_pool_work"]
-OPTIONAL = ["uv_once", "napi_work_vtable"]
+OPTIONAL = ["uv_once", "napi_work_vtable", "uv_worker", "uv_mutex_unlock", "uv_mutex_lock"]
 
 # libuv's own jobs, by the work function the pool runs for them.
 LIBUV_KINDS = {"uv__fs_work": "FSReq", "uv__getaddrinfo_work": "GetAddrInfo",
                "uv__getnameinfo_work": "GetNameInfo", "uv__random_work": "Random"}
 
 
-def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
+def program(sites: Sites, exe: str, pid: int, elf: ElfFile, worker_timed: bool = False) -> str:
     """Three probe hits a job: where it is queued (uv_queue_work, which
     inlines uv__work_submit, or uv__work_submit for libuv's own jobs; where
     uv_queue_work starts with an instruction the kernel single-steps, both
@@ -43,9 +44,11 @@ def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
     its direct calls around the job (bpftrace 0.17 as the distribution builds
     it refuses any probe off a function's start: it cannot check the
     instruction boundary), or the entries of what worker() calls there,
-    uv_mutex_lock/unlock (about 11 hits a job from all of node). An N-API
-    async work is one of node's jobs, named by the add-on's execute callback
-    rather than by node's class."""
+    uv_mutex_lock/unlock (about 11 hits a job from all of node). With
+    `worker_timed`, such a job is printed instead (w, work_cb, time) for
+    the perf-event uprobes on those calls in worker() to time
+    (tracing/uvwork.py). An N-API async work is one of node's jobs, named
+    by the add-on's execute callback rather than by node's class."""
     f = sites.facts
     queue_fn = sites.addrs.get("uv_work_functions.0")  # uv__queue_work
     node_fn = sites.addr("node_pool_work")
@@ -68,13 +71,15 @@ def program(sites: Sites, exe: str, pid: int, elf: ElfFile) -> str:
                 f"  $ret = *(uint64 *)reg(\"sp\");\n  if ($ret == {ret:#x})")
         req, cb = f'reg("{reg}")', f'*(uint64 *)(reg("{reg}") + {f["uv_work_t_work_cb"]})'
     napi = _napi_work(elf, sites, req)
+    untimed = (f'printf("{uvwork.LINE} %lu %lu %lu\\n", $w, $k, nsecs);' if worker_timed
+               else "@tp_untimed[$k] = count();")
     queue_job = f"""{{
   $w = {req} + {req_off};
   $k = {cb};
   $timed = {1 if time_queue else 0};
   if ($k == {node_fn:#x}) {{ $k = *(uint64 *)({req} - {tpw_off}); $timed = 1;{napi} }}
   if ($timed) {{ @tp_q[$w] = ($k, nsecs); }}
-  else {{ @tp_untimed[$k] = count(); }}
+  else {{ {untimed} }}
 }}"""
     if once is None:
         queued = f"\n{site} {queue_job}"
@@ -199,6 +204,7 @@ class PoolReport:
     kinds: list[PoolKind] = field(default_factory=list)
     lost: int = 0
     untimed: list[Untimed] = field(default_factory=list)
+    untimed_why: str | None = None  # why the untimed jobs were not timed
 
 
 class MappedFunctions:
@@ -254,9 +260,11 @@ def _stage(hists: dict, maxes: dict, key: str) -> Stage:
     return Stage(h.percentile(50, mx), h.percentile(99, mx), mx, h)
 
 
-def decode(out: Output, elf: ElfFile, pid: int | None = None) -> PoolReport:
+def decode(out: Output, elf: ElfFile, pid: int | None = None,
+           joined: uvwork.Joiner | None = None, untimed_why: str | None = None) -> PoolReport:
     """The report; an add-on's functions are named from the files process
-    `pid` maps (read now: while it still runs)."""
+    `pid` maps (read now: while it still runs); `joined`: the jobs timed
+    in worker() (uvwork.py), and those it could not."""
     m = out.maps
     mapped = MappedFunctions(pid) if pid is not None else None
     counts = m.get("@tp_count") or {}
@@ -266,8 +274,42 @@ def decode(out: Output, elf: ElfFile, pid: int | None = None) -> PoolReport:
                               _stage(m.get("@tp_lat") or {}, m.get("@tp_lat_max") or {}, key),  # type: ignore[arg-type]
                               _stage(m.get("@tp_wait") or {}, m.get("@tp_wait_max") or {}, key),  # type: ignore[arg-type]
                               _stage(m.get("@tp_run") or {}, m.get("@tp_run_max") or {}, key)))  # type: ignore[arg-type]
-    kinds.sort(key=lambda k: (-k.count, k.kind))
     untimed = [Untimed(kind_name(elf, int(key), mapped), f"{int(key):#x}", int(n))
                for key, n in (m.get("@tp_untimed") or {}).items()]  # type: ignore[union-attr]
+    if joined is not None:
+        kinds += _worker_kinds(joined, elf, mapped)
+        untimed += [Untimed(kind_name(elf, key, mapped), f"{key:#x}", n)
+                    for key, n in joined.unjoined().items()]
+        if joined.unjoined():
+            untimed_why = ("not seen to finish: still running when tracing stopped, or run "
+                           "on a pool thread that started during the trace")
+        if joined.dropped:
+            untimed_why = (f"{joined.dropped} job records past the first "
+                           f"{uvwork.MAX_PENDING:,} held unjoined were not kept")
+    if out.lines_dropped:
+        untimed_why = f"{out.lines_dropped} job records past bpftrace's line cap were not read"
+    kinds.sort(key=lambda k: (-k.count, k.kind))
     untimed.sort(key=lambda u: (-u.count, u.kind))
-    return PoolReport(kinds, out.lost, untimed)
+    lost = out.lost + (joined.lost if joined is not None else 0)
+    return PoolReport(kinds, lost, untimed, untimed_why if untimed else None)
+
+
+def _worker_kinds(joined: uvwork.Joiner, elf: ElfFile,
+                  mapped: MappedFunctions | None) -> list[PoolKind]:
+    """The jobs timed in worker(), by their work_cb, with the same stages."""
+    by: dict[int, list[uvwork.Timed]] = {}
+    for t in joined.done:
+        by.setdefault(t.key, []).append(t)
+    out = []
+    for key, ts in by.items():
+        out.append(PoolKind(kind_name(elf, key, mapped), f"{key:#x}", len(ts),
+                            _values([t.total_us for t in ts]),
+                            _values([t.wait_us for t in ts]),
+                            _values([t.run_us for t in ts])))
+    return out
+
+
+def _values(vals: list[int]) -> Stage:
+    h = Histogram.from_values(vals)
+    mx = max(vals)
+    return Stage(h.percentile(50, mx), h.percentile(99, mx), mx, h)

@@ -850,6 +850,16 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         # "bp-0xN": the caller's frame).
         "uv_work_submit_once": (0x3a, "r12", "bp-0x30"),
         "uv_work_t_work_cb": 72,
+        # libuv's worker() (the pool thread's loop) and the direct calls it
+        # makes just before and just after `w->work(w)`: uv_mutex_unlock and
+        # uv_mutex_lock (a call rel32 the kernel emulates). Their offsets in
+        # worker(), the register holding &w->wq there and wq's offset in
+        # struct uv__work: a perf-event uprobe on each times a job whose
+        # work function's own entry would be single-stepped.
+        "uv_worker": "worker",
+        "uv_mutex_unlock": "uv_mutex_unlock",
+        "uv_mutex_lock": "uv_mutex_lock",
+        "uv_worker_work_calls": (0x78, 0x8f, "bx", 0x18),
         "ThreadPoolWork_work_req": 16,
         "napi_work_vtable": "_ZTVN12_GLOBAL__N_16uvimpl4WorkE",
         "napi_work_execute": 152,
@@ -874,6 +884,7 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
         "gc_incremental": ("_ZN2v88internal4Heap41InvokeIncrementalMarkingPrologueCallbacksEv",
                            "_ZN2v88internal4Heap41InvokeIncrementalMarkingEpilogueCallbacksEv")}),
     ((11, 3), {**_GC_SITES_SCOPED, "gc_perform": (), "gc_incremental": (),
+               "uv_worker_work_calls": (0x74, 0x8b, "bx", 0x18),
                "uv_queue_work_once": None,  # uv_queue_work starts with a push
                "uv_work_submit_once": None}),
     # node 24's llhttp callbacks start with a test of the Parser's
@@ -883,10 +894,12 @@ TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
     ((13, 6), {"uv_queue_work_once": (0x3c, "bx"), "uv_work_submit_once": (0x2f, "bx", "r14"),
                "http_on_headers_complete": "_ZN4node11http_parser6Parser19on_headers_completeEv",
                "Parser_llhttp": 0x60, "llhttp_url": 0x2668}),
-    ((12, 4), _http_sites("11http_parser")),
+    ((12, 4), {**_http_sites("11http_parser"),
+               "uv_worker_work_calls": (0x84, 0x9b, "bx", 0x18)}),
     # Built by clang from node 26: the lambda's static invoker is __invoke.
     ((14, 6), {"node_pool_work": "_ZZN4node14ThreadPoolWork12ScheduleWorkEvENUlP9uv_work_sE_8__invokeES2_",
                "http_on_headers_complete": None, "llhttp_url": None,
+               "uv_worker_work_calls": None,  # uv__queue_work starts with a push
                "uv_queue_work_once": (0x3b, "r14"), "uv_work_submit_once": (0x2c, "bx", "r15")}),
 ]
 

@@ -189,6 +189,9 @@ def _trace(args: argparse.Namespace) -> int:
             timer.close()  # nothing stays attached on any way out
         raise
     joined = timer.finish(out.lines[fed:]) if timer is not None else None
+    if timer is not None and timer.why is not None:
+        untimed_why = f"{timer.why}: uv_queue_work jobs of add-ons are counted, not timed"
+        print(f"v8dbg: {untimed_why}", file=sys.stderr)
     report = (mod.decode(out, sites) if args.what == "gc"
               else threadpool.decode(out, elf, args.pid, joined, untimed_why)
               if args.what == "threadpool" else mod.decode(out, elf))

@@ -281,8 +281,9 @@ def decode(out: Output, elf: ElfFile, pid: int | None = None,
         untimed += [Untimed(kind_name(elf, key, mapped), f"{key:#x}", n)
                     for key, n in joined.unjoined().items()]
         if joined.unjoined():
-            untimed_why = ("not seen to finish: still running when tracing stopped, or run "
-                           "on a pool thread that started during the trace")
+            untimed_why = ("not seen to finish: run before the probes that time them were "
+                           "placed (at the first such job), still running when tracing "
+                           "stopped, or run on a pool thread that started during the trace")
         if joined.dropped:
             untimed_why = (f"{joined.dropped} job records past the first "
                            f"{uvwork.MAX_PENDING:,} held unjoined were not kept")

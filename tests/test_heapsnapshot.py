@@ -122,8 +122,24 @@ def test_gc_sub_roots_as_v8(version):
         # Before 12.4 V8 names both its strong root lists so: the roots table first.
         held.setdefault(n, int(mine.first_edge[j + 1] - mine.first_edge[j]))
     table = "(Strong root list)" if "(Strong root list)" in names else "(Strong roots)"
-    for n in (table, "(Builtins)", "(Stack roots)", "(Global handles)"):
+    for n in (table, "(Builtins)", "(Stack roots)", "(Global handles)", "(Eternal handles)",
+              "(Startup object cache)", "(Shareable object cache)"):
         assert held[n] > 0, (n, held)
+    # The lists found by their shape are V8's, slot for slot: as long as V8's
+    # file has edges from them (each slot holds an object; none is added
+    # after startup but for eternal handles, which the program makes none of).
+    from v8dbg.heap import isolates, roots
+    from v8dbg.inferior.corefile import CoreBackend
+    from v8dbg.program import Program
+    binary = str(node_binary(version))
+    prog = Program(CoreBackend(str(leak(version) / "core"), binary), binary)
+    span = roots._isolate_span(prog, isolates.isolates(prog)[0].heap)
+    lists = roots._isolate_lists(prog, span)
+    snap = heapsnapshot.read(v8_file(version))
+    v8_edges = {snap.name(int(j)): int(snap.first_edge[j + 1] - snap.first_edge[j])
+                for j in snap.edge_to[snap.first_edge[1]:snap.first_edge[2]]}
+    for n in ("(Eternal handles)", "(Startup object cache)", "(Shareable object cache)"):
+        assert sum(e - s for s, e in lists[n]) // 8 == v8_edges[n], (n, lists[n], v8_edges[n])
 
 
 def _objects(snap: heapsnapshot.Snapshot) -> Counter:

@@ -12,6 +12,9 @@ too, in the order its snapshot writes them), then v8dbg's own
   strong mutable part `(Strong roots)` (`(Strong root list)` from 12.4),
   at the offsets layouts.py measured per line, checked by the oddballs in
   it; its builtins tables `(Builtins)`;
+- `(Eternal handles)`, `(Startup object cache)`, `(Shareable object
+  cache)`: the lists the Isolate keeps in malloc'd memory, found by their
+  shape from its words (`_isolate_lists`);
 - `(Global handles)`: V8's blocks of global handles (node's persistent and
   BaseObject handles), found by their shape: 256 nodes whose indices run
   0..255; strong nodes are roots, weak ones weak edges;
@@ -28,9 +31,9 @@ too, in the order its snapshot writes them), then v8dbg's own
   from the thread's sp up.
 
 Conservative, `(Native roots)`, last: every other word of native memory
-that holds an object's address (the rest of the Isolate, eternal handles,
-the startup object cache, the compilation cache, the microtask queue,
-compile jobs' persistent handles, and what no list above names). It is
+that holds an object's address (the rest of the Isolate, the compilation
+cache, the microtask queue, the string tables, compile jobs' persistent
+handles, and what no list above names). It is
 followed only after every other group has been, so paths go through the
 groups above where they can; and it may hold stale words, which keep an
 object "reachable" that V8 would free: over-counting, never missing.
@@ -219,7 +222,10 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
             got, cut4 = _pointers(np, prog, [span], lo, hi, budget)
             found[strong_name] = [got]
             away.append(span)
-        for name, rs in (tables or {}).items():
+        tables = dict(tables or {})
+        for name, rs in _isolate_lists(prog, span).items():
+            tables.setdefault(name, []).extend(rs)
+        for name, rs in tables.items():
             got, c = _pointers(np, prog, rs, lo, hi, budget)
             cut4 |= c
             found.setdefault(name, []).append(got)
@@ -315,6 +321,87 @@ def _stacks(prog: Program, regs: list[tuple[int, int]], top) -> tuple[
             note = ("the isolate's JS frames could not be bounded: its thread's whole "
                     "stack was taken as (Stack roots)")
     return stacks, dead, js, note
+
+
+MAX_LIST = 1 << 20  # entries of one of the Isolate's root lists, far above real ones
+ETERNAL_BLOCK = 256  # handles in a block of V8's EternalHandles (kSize)
+
+
+def _isolate_lists(prog: Program, span: tuple[int, int]) -> dict[str, list]:
+    """The root lists the Isolate holds in malloc'd memory, found by their
+    shape among its words (one match each, else none), as [start, end)
+    spans by V8's sub-root name:
+
+    - `(Eternal handles)`: the Isolate points to its EternalHandles, whose
+      handle count (32 bits) comes first and a vector of block pointers
+      after it, as many blocks as the count needs at 256 handles a block;
+      every handle of a block is tagged;
+    - `(Startup object cache)` and `(Shareable object cache)`: two vectors
+      of tagged values, one after the other in the Isolate, each ended by
+      `undefined` (what the deserializer appends)."""
+    mem, h = prog.mem, prog.heap
+    iso = span[0]
+    n = (span[1] - span[0]) // 8
+    try:
+        words = struct.unpack(f"<{n}Q", prog.mem.read(iso, 8 * n))
+    except (TargetMemoryError, struct.error):
+        return {}
+    eternal = []
+    for p in set(words):
+        if p & 7 or not 0x10000 <= p < 1 << 47 or span[0] <= p < span[1]:
+            continue
+        try:
+            size = struct.unpack("<i", mem.read(p, 4))[0]
+            begin, end, cap = struct.unpack("<3Q", mem.read(p + 8, 24))
+        except TargetMemoryError:
+            continue
+        blocks = (end - begin) // 8
+        if not 0 < size <= MAX_LIST or begin & 7 or not begin < end <= cap \
+                or blocks != (size + ETERNAL_BLOCK - 1) // ETERNAL_BLOCK:
+            continue
+        try:
+            bs = struct.unpack(f"<{blocks}Q", mem.read(begin, 8 * blocks))
+            got = []
+            for k, b in enumerate(bs):
+                used = min(ETERNAL_BLOCK, size - k * ETERNAL_BLOCK)
+                if b & 7 or any(w & 3 != 1 for w in struct.unpack(f"<{used}Q",
+                                                                   mem.read(b, 8 * used))):
+                    raise DecodeError("not a block of eternal handles")
+                got.append((b, b + 8 * used))
+        except (TargetMemoryError, DecodeError):
+            continue
+        eternal.append(got)
+    out: dict[str, list] = {}
+    if len(eternal) == 1:
+        out["(Eternal handles)"] = eternal[0]
+
+    def cache(i: int) -> tuple[int, int] | None:
+        begin, end, cap = words[i:i + 3]
+        if begin & 7 or end & 7 or not 0x10000 <= begin < end <= cap < 1 << 47 \
+                or (end - begin) // 8 > MAX_LIST:
+            return None
+        try:
+            last = mem.u64(end - 8)
+            if h.oddball_name(last) != "undefined":
+                return None
+            cnt = (end - begin) // 8
+            if any(w & 3 != 1 for w in struct.unpack(f"<{cnt}Q", mem.read(begin, 8 * cnt))):
+                return None
+        except (TargetMemoryError, DecodeError):
+            return None
+        return (begin, end)
+
+    pairs = []
+    for i in range(n - 5):
+        a = cache(i) if words[i] and not words[i] & 7 else None
+        if a is not None:
+            b = cache(i + 3)
+            if b is not None:
+                pairs.append((a, b))
+    if len(pairs) == 1:
+        out["(Startup object cache)"] = [pairs[0][0]]
+        out["(Shareable object cache)"] = [pairs[0][1]]
+    return out
 
 
 def _isolate_tables(prog: Program, span: tuple[int, int], top) -> dict[str, list] | None:

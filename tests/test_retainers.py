@@ -147,3 +147,36 @@ def test_garbage_and_bad_address(frontend: str, version: str) -> None:
     assert f"{garbage} is garbage: no GC root reaches it" in out[5]
     bad = out[6]
     assert "v8dbg: 0x10 is not a heap object pointer" in bad and "Traceback" not in bad
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_stack_roots_are_js_frames(version: str) -> None:
+    """`(Stack roots)` are the words of V8's own frames, as V8 visits them:
+    every JS and V8-internal frame of the aborting thread (an exit frame up
+    to the entry frame) lies in the spans read, and no C++ frame does (not
+    node::Abort below the exit frame, nor V8's Invoke and node's frames
+    above the entry frame): stale words there are no roots."""
+    from v8dbg.heap import isolates, roots
+    from v8dbg.inferior.corefile import CoreBackend
+    from v8dbg.program import Program
+    from v8dbg.v8 import pages
+    d = leak_dir(version)
+    binary = str(node_binary(version))
+    prog = Program(CoreBackend(str(d / "core"), binary), binary)
+    top = roots._top(prog, isolates.isolates(prog)[0].heap)
+    _stacks, _dead, spans, note = roots._stacks(prog, pages.regions(prog), top)
+    assert note is None and len(spans) == 1, (note, spans)
+    frames = json_line(run_cli(version, d / "core", ["jsstack -a --json"])[0], "jsstack")["frames"]
+
+    def inside(f: dict) -> bool:
+        fp = int(f["fp"], 16)
+        return any(lo <= fp < hi for lo, hi in spans)
+
+    v8 = [f for f in frames if f["kind"] == "js" or f.get("frame_type") in
+          ("BuiltinExitFrame", "ApiCallbackExitFrame", "ExitFrame", "InternalFrame")]
+    native = [f for f in frames if f["kind"] == "native"]
+    assert len(v8) >= 5 and all(inside(f) for f in v8), (spans, v8)
+    assert any(f.get("frame_type") == "EntryFrame" and not inside(f) for f in frames)
+    names = [f.get("symbol") or "" for f in native if not inside(f)]
+    assert any("node::Abort" in n for n in names) and any("Execution::Call" in n for n in names)
+    assert not [f for f in native if inside(f)], [f for f in native if inside(f)]

@@ -125,9 +125,10 @@ def test_gc_sub_roots_as_v8(version):
     for n in (table, "(Builtins)", "(Stack roots)", "(Global handles)", "(Eternal handles)",
               "(Startup object cache)", "(Shareable object cache)"):
         assert held[n] > 0, (n, held)
-    # The lists found by their shape are V8's, slot for slot: as long as V8's
-    # file has edges from them (each slot holds an object; none is added
-    # after startup but for eternal handles, which the program makes none of).
+    # The lists found by their shape or offset are V8's, slot for slot: as
+    # long as V8's file has edges from them (each slot holds an object; none
+    # is added after startup but for eternal handles, which the program
+    # makes none of).
     from v8dbg.heap import isolates, roots
     from v8dbg.inferior.corefile import CoreBackend
     from v8dbg.program import Program
@@ -138,7 +139,9 @@ def test_gc_sub_roots_as_v8(version):
     snap = heapsnapshot.read(v8_file(version))
     v8_edges = {snap.name(int(j)): int(snap.first_edge[j + 1] - snap.first_edge[j])
                 for j in snap.edge_to[snap.first_edge[1]:snap.first_edge[2]]}
-    for n in ("(Eternal handles)", "(Startup object cache)", "(Shareable object cache)"):
+    lists["(Builtins)"] = roots._builtins(prog, span)  # both tables, one edge a slot
+    for n in ("(Eternal handles)", "(Startup object cache)", "(Shareable object cache)",
+              "(Builtins)"):
         assert sum(e - s for s, e in lists[n]) // 8 == v8_edges[n], (n, lists[n], v8_edges[n])
 
 

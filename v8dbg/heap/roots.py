@@ -327,6 +327,44 @@ MAX_LIST = 1 << 20  # entries of one of the Isolate's root lists, far above real
 ETERNAL_BLOCK = 256  # handles in a block of V8's EternalHandles (kSize)
 
 
+def _builtins(prog: Program, span: tuple[int, int]) -> list[tuple[int, int]]:
+    """[start, end) of the Isolate's builtins tables: the tier-0 table at its
+    measured offset (its words all tagged), then the main table, which
+    begins with the same builtins and is found by them (node's patches move
+    it within a line), as long as the entry table before it."""
+    tables = layouts.builtins_tables(prog.md.v8_version)
+    if len(tables) != 2:
+        return []
+    (off0, n0), (_off1, n1) = tables  # n1: a bound on the count
+    iso = span[0]
+    n = (span[1] - iso) // 8
+    try:
+        words = struct.unpack(f"<{n}Q", prog.mem.read(iso, 8 * n))
+    except (TargetMemoryError, struct.error):
+        return []
+    i0 = off0 // 8
+    tier0 = words[i0:i0 + n0]
+    if len(tier0) != n0 or any(w & 3 != 1 for w in tier0):
+        return []
+    out = [(iso + off0, iso + off0 + 8 * n0)]
+    first = tier0[0]
+    hits = [i for i in range(n0, n - n0 + 1) if words[i] == first and i != i0
+            and words[i:i + n0] == tier0]
+    if len(hits) != 1:
+        return out
+    # As many builtins as the entry table right before it holds (their
+    # instruction starts, in the embedded code); a release of the line may
+    # have a few more or less than measured.
+    at = hits[0]
+    count = 0
+    while count < 2 * n1 and at - count - 1 >= 0 and \
+            prog.builtin_at(words[at - count - 1]) is not None:
+        count += 1
+    if n0 <= count and all(w & 3 == 1 for w in words[at:at + count]):
+        out.append((iso + 8 * at, iso + 8 * (at + count)))
+    return out
+
+
 def _isolate_lists(prog: Program, span: tuple[int, int]) -> dict[str, list]:
     """The root lists the Isolate holds in malloc'd memory, found by their
     shape among its words (one match each, else none), as [start, end)
@@ -430,15 +468,7 @@ def _isolate_tables(prog: Program, span: tuple[int, int], top) -> dict[str, list
     strong_name = "(Strong root list)" if "(Strong root list)" in names else STRONG
     out: dict[str, list] = {"(Read-only roots)": [(table, table + 8 * ro)],
                             strong_name: [(table + 8 * ro, table + 8 * (ro + strong))]}
-    builtins = []
-    for boff, n in layouts.builtins_tables(md.v8_version):
-        b = iso + boff
-        try:
-            words = struct.unpack(f"<{n}Q", prog.mem.read(b, 8 * n))
-        except (TargetMemoryError, struct.error):
-            continue
-        if b + 8 * n <= span[1] and all(w & 3 == 1 for w in words):
-            builtins.append((b, b + 8 * n))
+    builtins = _builtins(prog, span)
     if builtins:
         out["(Builtins)"] = builtins
     if top is not None:

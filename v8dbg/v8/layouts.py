@@ -971,6 +971,9 @@ _GC_ROOT_NAMES = {(10, 1): _ROOTS_10, (11, 0): _ROOTS_11, (12, 4): _ROOTS_12, (1
 #   `(Strong roots)` / `(Strong root list)` edges;
 # - its builtins tables: (offset, count) of the tier-0 table and of the main
 #   one, each word a builtin's Code object (`(Builtins)`: both together).
+#   The main table's offset moves within a line (found by the tier-0
+#   builtins it begins with); the counts and the tier-0 offset do not (seen
+#   in the first, a middle and the last release of each pinned line).
 _ROOTS_TABLE = {(10, 2): (288, 4, 697, 81), (11, 3): (496, 4, 739, 85),
                 (12, 4): (592, 4, 760, 96), (13, 6): (640, 4, 1028, 104),
                 (14, 6): (688, 0, 1049, 99)}

@@ -90,6 +90,12 @@ def read(path: Path) -> Snapshot:
         node_types=meta["node_types"][0], edge_types=edge_types, strings=snap["strings"])
 
 
+def sub_roots(path: Path) -> list[str]:
+    """The names of a snapshot's (GC roots) children, in the file's order."""
+    snap = read(path)
+    return [snap.name(int(j)) for j in snap.edge_to[snap.first_edge[1]:snap.first_edge[2]]]
+
+
 @dataclass
 class Reference:
     """DevTools' numbers for every node, in snapshot order."""

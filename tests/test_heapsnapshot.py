@@ -15,15 +15,18 @@ core). On each line, v8dbg's file of that core is compared with V8's:
 - node counts per type close: `closure`, `regexp` and `concatenated string`
   exact; all nodes within 1 % (the read-only space's objects are there, as
   in V8's file). Left out, and why: the embedder graph (`native` nodes and
-  node's `Node / ...` ones: C++ memory, not V8's heap), the (GC roots)
-  sub-roots v8dbg does not enumerate (its own root groups instead). Edges:
-  95-100 % of V8's in all, `property`, `context` and `weak` ones each
-  within 5 % of V8's (V8 names more slots `internal` where v8dbg's are
-  `hidden`: the kinds of the rest differ, their number does not);
+  node's `Node / ...` ones: C++ memory, not V8's heap), and the objects of
+  the root lists v8dbg reads only conservatively. Edges: 95-100 % of V8's
+  in all, `property`, `context` and `weak` ones each within 5 % of V8's
+  (V8 names more slots `internal` where v8dbg's are `hidden`: the kinds of
+  the rest differ, their number does not);
 - `property` edges: out-of-object, descriptor and dictionary properties,
   `__proto__`, as V8's (the leak's objects exactly);
 - WeakMap values (weakmap_values.js): held by their keys, V8's two
   ephemeron edges each, retained sizes as V8's file gives them;
+- (GC roots)' sub-roots V8's own, by name and in its order, then v8dbg's
+  `(Native roots)`; the roots table, builtins, stack and global handles
+  holding objects;
 - `system / JSArrayBufferData` nodes (sizes and `backing_store` edges)
   as V8's, but for the buffers only the call writing V8's file held;
 - context variables named (`context` edges) as V8 names them; WeakRefs'
@@ -108,6 +111,43 @@ def test_meta_and_sections(version):
     assert snap.type(0) == "synthetic" and snap.name(1) == "(GC roots)"
     assert int(snap.ids[0]) == 1 and int(snap.ids[1]) == 3
     assert (snap.ids % 2 == 1).all() and len(np.unique(snap.ids)) == len(snap.ids)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_gc_sub_roots_as_v8(version):
+    """(GC roots)' sub-roots are V8's, named and ordered as its file of the
+    same heap has them, then v8dbg's one conservative group; the roots
+    v8dbg reads precisely hold objects under V8's names."""
+    mine = heapsnapshot.read(written(version)[0])
+    names = heapsnapshot.sub_roots(written(version)[0])
+    v8 = heapsnapshot.sub_roots(v8_file(version))
+    assert names == v8 + ["(Native roots)"], (names, v8)
+    held: dict[str, int] = {}
+    for n, j in zip(names, mine.edge_to[mine.first_edge[1]:mine.first_edge[2]].tolist()):
+        # Before 12.4 V8 names both its strong root lists so: the roots table first.
+        held.setdefault(n, int(mine.first_edge[j + 1] - mine.first_edge[j]))
+    table = "(Strong root list)" if "(Strong root list)" in names else "(Strong roots)"
+    for n in (table, "(Builtins)", "(Stack roots)", "(Global handles)", "(Eternal handles)",
+              "(Startup object cache)", "(Shareable object cache)"):
+        assert held[n] > 0, (n, held)
+    # The lists found by their shape or offset are V8's, slot for slot: as
+    # long as V8's file has edges from them (each slot holds an object; none
+    # is added after startup but for eternal handles, which the program
+    # makes none of).
+    from v8dbg.heap import isolates, roots
+    from v8dbg.inferior.corefile import CoreBackend
+    from v8dbg.program import Program
+    binary = str(node_binary(version))
+    prog = Program(CoreBackend(str(leak(version) / "core"), binary), binary)
+    span = roots._isolate_span(prog, isolates.isolates(prog)[0].heap)
+    lists = roots._isolate_lists(prog, span)
+    snap = heapsnapshot.read(v8_file(version))
+    v8_edges = {snap.name(int(j)): int(snap.first_edge[j + 1] - snap.first_edge[j])
+                for j in snap.edge_to[snap.first_edge[1]:snap.first_edge[2]]}
+    lists["(Builtins)"] = roots._builtins(prog, span)  # both tables, one edge a slot
+    for n in ("(Eternal handles)", "(Startup object cache)", "(Shareable object cache)",
+              "(Builtins)"):
+        assert sum(e - s for s, e in lists[n]) // 8 == v8_edges[n], (n, lists[n], v8_edges[n])
 
 
 def _objects(snap: heapsnapshot.Snapshot) -> Counter:

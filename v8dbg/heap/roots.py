@@ -1,34 +1,55 @@
 """The GC roots of a heap: the tagged pointers outside the heap that keep its
 objects alive, in groups named as V8's heap snapshot names them.
 
-V8 visits its roots by lists (the roots table, global and eternal handles,
-handle scopes, the stacks, the microtask queue, ...), all in the target's
-memory outside the heap's pages. Found here, in this order:
+V8 visits its roots by lists (the roots table, builtins, global and eternal
+handles, handle scopes, the stacks, the microtask queue, ...), all in the
+target's memory outside the heap's pages. The groups are V8's sub-roots of
+`(GC roots)` for the line (layouts.gc_root_names: every one, empty ones
+too, in the order its snapshot writes them), then v8dbg's own
+`(Native roots)`. Found precisely:
 
-- `(Strong roots)`: every word of the Isolate object (its roots table,
-  builtins table, thread-local top, ...), the Isolate found by its thread's
-  top and sized by the malloc chunk that holds it;
+- the Isolate's RootsTable: its read-only part `(Read-only roots)`, its
+  strong mutable part `(Strong roots)` (`(Strong root list)` from 12.4),
+  at the offsets layouts.py measured per line, checked by the oddballs in
+  it; its builtins tables `(Builtins)`;
+- `(Eternal handles)`, `(Startup object cache)`, `(Shareable object
+  cache)`: the lists the Isolate keeps in malloc'd memory, found by their
+  shape from its words (`_isolate_lists`);
 - `(Global handles)`: V8's blocks of global handles (node's persistent and
   BaseObject handles), found by their shape: 256 nodes whose indices run
   0..255; strong nodes are roots, weak ones weak edges;
 - `(Handle scope)`: the handles in use of the isolate's handle blocks, as
   V8's HandleScopeImplementer lists them (the rest of the current block is
   stale and no root);
-- `(Stack roots)`: every word of each thread's stack from its stack pointer
-  up, conservatively (below it the stack is dead);
-- `(Native roots)`, last: every other word of native memory that holds an
-  object's address (eternal handles, the microtask queue, compile jobs'
-  persistent handles, and what no list above names), conservatively. It is
-  followed only after every other group has been, so paths go through the
-  groups above where they can; and it may hold stale words, which keep an
-  object "reachable" that V8 would free: over-counting, never missing.
-  Memory that holds only stale addresses is left out: malloc's freed chunks
-  (each malloc heap walked: the next chunk's PREV_INUSE bit clear, or the
-  thread cache's key in the chunk), the spare handle block
-  (HandleScopeImplementer's spare_, whose offset is in layouts.py) and the
-  Isolate's RootIndexMap table. For the main thread's isolate, the malloc
-  arenas of the other threads are left out too: there V8's helper threads
-  keep their GC worklists and compile jobs, stale once done.
+- `(Stack roots)`: the thread state's exception and message, and the words
+  of the V8 frames of the isolate's JS segments on its thread (from each
+  exit frame's sp to the entry frame that began the segment:
+  segments.js_spans). Every word of those frames is taken, as no safepoint
+  table is read; the C++ frames between segments, the entry frames' saved
+  C++ registers and other threads' stacks are no roots, as in V8. JS that
+  was running when the core was taken (no exit frame below it) is taken
+  from the thread's sp up.
+
+Conservative, `(Native roots)`, last: every other word of native memory
+that holds an object's address (the rest of the Isolate, the compilation
+cache, the microtask queue, the string tables, compile jobs' persistent
+handles, and what no list above names). It is
+followed only after every other group has been, so paths go through the
+groups above where they can; and it may hold stale words, which keep an
+object "reachable" that V8 would free: over-counting, never missing.
+Memory that holds only stale addresses is left out: malloc's freed chunks
+(each malloc heap walked: the next chunk's PREV_INUSE bit clear, or the
+thread cache's key in the chunk), the spare handle block
+(HandleScopeImplementer's spare_, whose offset is in layouts.py), the
+Isolate's RootIndexMap table and every thread's stack. For the main
+thread's isolate, the malloc arenas of the other threads are left out too:
+there V8's helper threads keep their GC worklists and compile jobs, stale
+once done.
+
+Where a precise list cannot be placed (a line whose roots table was not
+measured, an isolate whose thread state is not found), the old
+conservative rule stands for it (every word of the Isolate as the strong
+roots; every thread's stack from its sp up) and the graph's notes say so.
 
 Every V8 memory chunk is heap and no root, the freed and pooled ones too
 (their stale objects hold addresses of live ones).
@@ -41,8 +62,10 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..inferior.arenas import MAX_CHUNKS, free_chunks, secondary_heaps
 from ..interrupt import check_interrupted
+from ..v8 import layouts
 from ..v8 import pages as v8pages
 
 if TYPE_CHECKING:
@@ -149,39 +172,32 @@ def _chunks(prog: Program, lay, regs: list[tuple[int, int]], heaps) -> list[tupl
 
 
 def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
-    """The root groups of the heap whose objects lie in [lo, hi] (np: NumPy)."""
+    """The root groups of the heap whose objects lie in [lo, hi] (np: NumPy):
+    one per sub-root of V8's snapshot of this line, in its order (empty ones
+    too), then v8dbg's own conservative `(Native roots)`."""
     regs = v8pages.regions(prog)
     lay = v8pages.layout(prog)
     heaps = v8pages.find_heaps(prog, lay)
     # Every V8 chunk, of every heap, live or not, is heap and no root.
     chunks = sorted([(p.address, max(p.end, p.address + lay.align)) for ps in heaps.values()
                      for p in ps] + _chunks(prog, lay, regs, heaps))
-    stacks: list[tuple[int, int]] = []
-    dead: list[tuple[int, int]] = []
-    starts = [r[0] for r in regs]
-    try:
-        threads = list(prog.backend.threads())
-    except Exception:
-        threads = []
-    for t in threads:
-        r = t.regs
-        if r is None or not r.rsp:
-            continue
-        sp = r.rsp & ~7
-        i = bisect.bisect_right(starts, sp) - 1
-        if i < 0 or sp >= regs[i][1]:
-            continue
-        stacks.append((sp, regs[i][1]))
-        dead.append((regs[i][0], sp))
+    names = layouts.gc_root_names(prog.md.v8_version)
+    found: dict[str, list] = {}
     notes = []
+    budget = [MAX_NATIVE_BYTES]
+    top = _top(prog, heap)
+    stacks, dead, js, stack_note = _stacks(prog, regs, top)
+    if stack_note:
+        notes.append(stack_note)
+    stack_vals, cut1 = _pointers(np, prog, _cut(sorted(js), chunks), lo, hi, budget)
+    found[STACK] = [stack_vals]
     handles, stale = _handles(prog, heap)
     if handles is None:
         # None open (as while node waits in its event loop), or none found: the
         # blocks, if any, are read with the native roots below.
         handles = []
-    budget = [MAX_NATIVE_BYTES]
-    stack_vals, cut1 = _pointers(np, prog, _cut(sorted(stacks), chunks), lo, hi, budget)
     handle_vals, cut3 = _pointers(np, prog, sorted(handles), lo, hi, budget)
+    found[HANDLES] = [handle_vals]
     span = _isolate_span(prog, heap)
     freed, cut5 = _freed(prog, regs, chunks)
     skip = stacks + dead + handles + stale + _no_roots(prog, heap, span) + freed
@@ -193,20 +209,45 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     if not gh_blocks:
         notes.append("no block of V8's global handles was found: objects only they hold "
                      "count as garbage")
+    away = list(gh_blocks)
+    strong_name = "(Strong root list)" if "(Strong root list)" in names else STRONG
+    cut4 = False
     if span is None:
         notes.append("the Isolate was not found: its roots table is missing")
-    strong_vals, cut4 = _pointers(np, prog, [span] if span else [], lo, hi, budget)
-    groups = [RootGroup(STRONG, strong_vals), RootGroup(GLOBAL, gh_strong, weak=gh_weak),
-              RootGroup(HANDLES, handle_vals), RootGroup(STACK, stack_vals)]
-    away = gh_blocks + ([span] if span else [])
+    else:
+        tables = _isolate_tables(prog, span, top)
+        if tables is None:
+            notes.append("the roots table was not found at this release's offsets: every "
+                         f"word of the Isolate is taken as {strong_name}")
+            got, cut4 = _pointers(np, prog, [span], lo, hi, budget)
+            found[strong_name] = [got]
+            away.append(span)
+        tables = dict(tables or {})
+        for name, rs in _isolate_lists(prog, span).items():
+            tables.setdefault(name, []).extend(rs)
+        for name, rs in tables.items():
+            got, c = _pointers(np, prog, rs, lo, hi, budget)
+            cut4 |= c
+            found.setdefault(name, []).append(got)
+            # The rest of the Isolate is read with the native roots.
+            away.extend(rs)
+    weak = {GLOBAL: gh_weak}
+    found.setdefault(GLOBAL, []).append(gh_strong)
+    groups = []
+    seen: set[str] = set()
+    for n in names:
+        # A name V8 gives two of its lists (10 and 11: both strong root lists)
+        # holds its values in the first.
+        parts = found.get(n, []) if n not in seen else []
+        seen.add(n)
+        vals_n = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+        groups.append(RootGroup(n, vals_n, weak=weak.get(n) if parts else None))
     if _main_isolate(prog, heap):
         # Threads other than the main one malloc from their own arenas: for the
         # main isolate those are V8's helper threads, whose freed GC worklists
         # and compile jobs hold stale addresses of objects.
         away += secondary_heaps(regs, v8pages.bulk(prog).read)
     groups.append(RootGroup(NATIVE, np.unique(vals[~_inside(np, where, away)]), late=True))
-    if not threads or not stacks:
-        notes.append("no thread's stack could be read: stack roots are missing")
     if cut5:
         notes.append(f"a malloc heap of over {MAX_CHUNKS} chunks: its freed chunks were "
                      "scanned for roots too")
@@ -215,6 +256,226 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
                      "of native memory only")
     groups[0].notes = notes
     return groups
+
+
+def _top(prog: Program, heap: int):
+    """The ThreadLocalTop of the isolate of this heap (None: not found)."""
+    from ..stack import segments
+    try:
+        tops = [t for t in segments.thread_tops(prog) if t.heap == heap]
+    except Exception:
+        return None
+    return tops[0] if tops else None
+
+
+def _stacks(prog: Program, regs: list[tuple[int, int]], top) -> tuple[
+        list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]], str | None]:
+    """Every thread's live stack [sp, end) and dead part below sp (neither is
+    native memory), the spans of them that are stack roots, and a note when
+    those could not be bounded as V8 bounds them.
+
+    V8's stack roots are the frames of its JS segments on the isolate's
+    thread (segments.js_spans), never the C++ frames between them nor other
+    threads' stacks; within a segment every word is taken (no safepoint
+    tables are read). When the isolate's state is not found, every thread's
+    stack from its sp up is taken, conservatively, as before."""
+    from ..stack import segments
+    stacks: list[tuple[int, int]] = []
+    dead: list[tuple[int, int]] = []
+    starts = [r[0] for r in regs]
+    try:
+        threads = list(prog.backend.threads())
+    except Exception:
+        threads = []
+    js: list[tuple[int, int]] = []
+    note = None
+    owner = None
+    for t in threads:
+        r = t.regs
+        if r is None or not r.rsp:
+            continue
+        sp = r.rsp & ~7
+        i = bisect.bisect_right(starts, sp) - 1
+        if i < 0 or sp >= regs[i][1]:
+            continue
+        stacks.append((sp, regs[i][1]))
+        dead.append((regs[i][0], sp))
+        if top is not None and top.js_entry_sp and sp <= top.js_entry_sp < regs[i][1]:
+            owner = sp
+    if not threads or not stacks:
+        return stacks, dead, js, "no thread's stack could be read: stack roots are missing"
+    if top is None:
+        return stacks, dead, list(stacks), ("the isolate's thread state was not found: every "
+                                            "thread's stack was taken as (Stack roots)")
+    if top.js_entry_sp and owner is None:
+        return stacks, dead, list(stacks), ("no thread's stack holds the isolate's entry "
+                                            "frame: every thread's stack was taken as "
+                                            "(Stack roots)")
+    if owner is not None:
+        try:
+            js, _exact = segments.js_spans(prog, top, owner)
+        except (TargetMemoryError, V8DbgError):
+            js = []
+        if not js:
+            js = [s for s in stacks if s[0] == owner]
+            note = ("the isolate's JS frames could not be bounded: its thread's whole "
+                    "stack was taken as (Stack roots)")
+    return stacks, dead, js, note
+
+
+MAX_LIST = 1 << 20  # entries of one of the Isolate's root lists, far above real ones
+ETERNAL_BLOCK = 256  # handles in a block of V8's EternalHandles (kSize)
+
+
+def _builtins(prog: Program, span: tuple[int, int]) -> list[tuple[int, int]]:
+    """[start, end) of the Isolate's builtins tables: the tier-0 table at its
+    measured offset (its words all tagged), then the main table, which
+    begins with the same builtins and is found by them (node's patches move
+    it within a line), as long as the entry table before it."""
+    tables = layouts.builtins_tables(prog.md.v8_version)
+    if len(tables) != 2:
+        return []
+    (off0, n0), (_off1, n1) = tables  # n1: a bound on the count
+    iso = span[0]
+    n = (span[1] - iso) // 8
+    try:
+        words = struct.unpack(f"<{n}Q", prog.mem.read(iso, 8 * n))
+    except (TargetMemoryError, struct.error):
+        return []
+    i0 = off0 // 8
+    tier0 = words[i0:i0 + n0]
+    if len(tier0) != n0 or any(w & 3 != 1 for w in tier0):
+        return []
+    out = [(iso + off0, iso + off0 + 8 * n0)]
+    first = tier0[0]
+    hits = [i for i in range(n0, n - n0 + 1) if words[i] == first and i != i0
+            and words[i:i + n0] == tier0]
+    if len(hits) != 1:
+        return out
+    # As many builtins as the entry table right before it holds (their
+    # instruction starts, in the embedded code); a release of the line may
+    # have a few more or less than measured.
+    at = hits[0]
+    count = 0
+    while count < 2 * n1 and at - count - 1 >= 0 and \
+            prog.builtin_at(words[at - count - 1]) is not None:
+        count += 1
+    if n0 <= count and all(w & 3 == 1 for w in words[at:at + count]):
+        out.append((iso + 8 * at, iso + 8 * (at + count)))
+    return out
+
+
+def _isolate_lists(prog: Program, span: tuple[int, int]) -> dict[str, list]:
+    """The root lists the Isolate holds in malloc'd memory, found by their
+    shape among its words (one match each, else none), as [start, end)
+    spans by V8's sub-root name:
+
+    - `(Eternal handles)`: the Isolate points to its EternalHandles, whose
+      handle count (32 bits) comes first and a vector of block pointers
+      after it, as many blocks as the count needs at 256 handles a block;
+      every handle of a block is tagged;
+    - `(Startup object cache)` and `(Shareable object cache)`: two vectors
+      of tagged values, one after the other in the Isolate, each ended by
+      `undefined` (what the deserializer appends)."""
+    mem, h = prog.mem, prog.heap
+    iso = span[0]
+    n = (span[1] - span[0]) // 8
+    try:
+        words = struct.unpack(f"<{n}Q", prog.mem.read(iso, 8 * n))
+    except (TargetMemoryError, struct.error):
+        return {}
+    eternal = []
+    for p in set(words):
+        if p & 7 or not 0x10000 <= p < 1 << 47 or span[0] <= p < span[1]:
+            continue
+        try:
+            size = struct.unpack("<i", mem.read(p, 4))[0]
+            begin, end, cap = struct.unpack("<3Q", mem.read(p + 8, 24))
+        except TargetMemoryError:
+            continue
+        blocks = (end - begin) // 8
+        if not 0 < size <= MAX_LIST or begin & 7 or not begin < end <= cap \
+                or blocks != (size + ETERNAL_BLOCK - 1) // ETERNAL_BLOCK:
+            continue
+        try:
+            bs = struct.unpack(f"<{blocks}Q", mem.read(begin, 8 * blocks))
+            got = []
+            for k, b in enumerate(bs):
+                used = min(ETERNAL_BLOCK, size - k * ETERNAL_BLOCK)
+                if b & 7 or any(w & 3 != 1 for w in struct.unpack(f"<{used}Q",
+                                                                   mem.read(b, 8 * used))):
+                    raise DecodeError("not a block of eternal handles")
+                got.append((b, b + 8 * used))
+        except (TargetMemoryError, DecodeError):
+            continue
+        eternal.append(got)
+    out: dict[str, list] = {}
+    if len(eternal) == 1:
+        out["(Eternal handles)"] = eternal[0]
+
+    def cache(i: int) -> tuple[int, int] | None:
+        begin, end, cap = words[i:i + 3]
+        if begin & 7 or end & 7 or not 0x10000 <= begin < end <= cap < 1 << 47 \
+                or (end - begin) // 8 > MAX_LIST:
+            return None
+        try:
+            last = mem.u64(end - 8)
+            if h.oddball_name(last) != "undefined":
+                return None
+            cnt = (end - begin) // 8
+            if any(w & 3 != 1 for w in struct.unpack(f"<{cnt}Q", mem.read(begin, 8 * cnt))):
+                return None
+        except (TargetMemoryError, DecodeError):
+            return None
+        return (begin, end)
+
+    pairs = []
+    for i in range(n - 5):
+        a = cache(i) if words[i] and not words[i] & 7 else None
+        if a is not None:
+            b = cache(i + 3)
+            if b is not None:
+                pairs.append((a, b))
+    if len(pairs) == 1:
+        out["(Startup object cache)"] = [pairs[0][0]]
+        out["(Shareable object cache)"] = [pairs[0][1]]
+    return out
+
+
+def _isolate_tables(prog: Program, span: tuple[int, int], top) -> dict[str, list] | None:
+    """The Isolate's own root lists, as [start, end) spans by V8's sub-root
+    name: the roots table's read-only and strong parts, the builtins tables,
+    and the ThreadLocalTop's exception and message (which V8 visits with
+    the stack). None when the roots table is not where layouts.py has it
+    (checked by its oddballs: undefined, the hole, null, true, false)."""
+    md = prog.md
+    rt = layouts.roots_table(md.v8_version)
+    if rt is None:
+        return None
+    off, undef, ro, strong = rt
+    iso = span[0]
+    table = iso + off
+    if table + 8 * (ro + strong) > span[1]:
+        return None
+    h = prog.heap
+    try:
+        want = ["undefined", "hole", "null", "true", "false"]
+        if [h.oddball_name(prog.mem.u64(table + 8 * (undef + k))) for k in range(5)] != want:
+            return None
+    except (TargetMemoryError, DecodeError):
+        return None
+    names = layouts.gc_root_names(md.v8_version)
+    strong_name = "(Strong root list)" if "(Strong root list)" in names else STRONG
+    out: dict[str, list] = {"(Read-only roots)": [(table, table + 8 * ro)],
+                            strong_name: [(table + 8 * ro, table + 8 * (ro + strong))]}
+    builtins = _builtins(prog, span)
+    if builtins:
+        out["(Builtins)"] = builtins
+    if top is not None:
+        fields = [n for n in ("TopException", "TopPendingMessage", "TopScheduledException")
+                  if n in md.consts]
+        out[STACK] = [(top.top + md.const(n), top.top + md.const(n) + 8) for n in fields]
+    return out
 
 
 GH_STRIDES = (24, 32, 40)  # sizes a global handle node has had (V8's NodeBase and Node)

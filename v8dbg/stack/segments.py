@@ -265,6 +265,75 @@ def exit_chain(prog: Program, c_entry_fp: int) -> list[int]:
     return out
 
 
+def _entry_fp(prog: Program, fp: int) -> int | None:
+    """The fp of the entry frame that ends the segment whose innermost frame
+    has this fp: up the fp chain to the frame marked entry (None: not found)."""
+    md, mem = prog.md, prog.mem
+    entry = _entry_types(prog)
+    off_marker = md.const("off_fp_context_or_frame_type", md.const("off_fp_context"))
+    try:
+        for _ in range(MAX_FRAMES_PER_SEGMENT):
+            up = mem.u64(fp)
+            if up <= fp or up & 7:
+                return None
+            fp = up
+            marker = mem.i64(fp + off_marker)
+            if not marker & 1 and 0 <= marker < 1 << 16 and (marker >> 1) in entry:
+                return fp
+    except TargetMemoryError:
+        return None
+    return None
+
+
+def js_spans(prog: Program, t: ThreadTop, rsp: int) -> tuple[list[tuple[int, int]], bool]:
+    """[low, high) of each JavaScript segment of the isolate's thread whose
+    stack pointer is rsp: the V8 frames (JS, builtin, stub, exit, internal)
+    between an exit frame and the entry frame that began the segment, and
+    whether every segment was bounded so. An exit frame's segment starts at
+    the sp it saved (below it run the C++ frames it called); the segment
+    ends below the entry frame's saved c_entry_fp, so the C++ callee-saved
+    registers the entry frame keeps, and the C++ frames above it, are left
+    out (V8 visits neither). JS running with no exit frame below it (a core
+    taken while JS ran, a fast API call) is bounded by rsp instead."""
+    md, mem = prog.md, prog.mem
+    if not t.js_entry_sp:
+        return [], True
+    below = md.const("EntryFrameNextExitFp")
+    out: list[tuple[int, int]] = []
+    exits = list(t.exits)
+    exact = True
+    if not t.c_entry_fp:
+        # JS runs now, with no exit frame below it: the running segment from
+        # rsp (the frames of a fast API call's C++ function with it) up to
+        # its entry frame; without a fast call, the older segments' entry
+        # frames are unknown too, and the span reaches the outermost one.
+        top = None
+        if t.fast_fp:
+            e = _entry_fp(prog, t.fast_fp)
+            top = e + below if e else None
+        if top is None:
+            top, exits = t.js_entry_sp, []
+        if not rsp < top:
+            return [], False
+        out.append((rsp & ~7, top))
+        exact = False
+    for e in exits:
+        try:
+            sp = mem.u64(e + md.const("ExitFrameSpOffset"))
+        except TargetMemoryError:
+            sp = e
+        if not sp <= e or e - sp > 1 << 20:
+            sp = e
+        top = _entry_fp(prog, e)
+        if top is None:
+            # Its entry frame not found: up to the outermost one, conservatively.
+            out.append((sp, t.js_entry_sp))
+            exact = False
+            continue
+        out.append((sp, top + below))
+    return out, exact
+
+
 def _stack_end(prog: Program, sp: int) -> int | None:
     regs = pages.regions(prog)
     i = bisect.bisect_right([r[0] for r in regs], sp) - 1

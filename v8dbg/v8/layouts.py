@@ -951,3 +951,84 @@ def heap_snapshot_meta(version: tuple[int, ...]) -> tuple[dict, dict]:
     }
     extra = {"extra_native_bytes": 0} if key >= (13, 0) else {}
     return meta, extra
+
+
+# -- GC roots ------------------------------------------------------------------------------
+# The sub-roots of `(GC roots)` in V8's heap snapshots: V8's Root enum
+# (visitors.h ROOT_ID_LIST) by the names the snapshot gives them, in the
+# order the snapshot writes them (one node each, empty ones too). 11 added
+# traced handles; 11.8 sorted the list by the enum's names, split the roots
+# table (`(Strong root list)`) from the strong roots list, dropped
+# `(Unknown)` and the rest; 12 added the shared struct type registry and
+# weak roots, 14.6 the identity map. Read from V8's own snapshots of
+# 18.0.0, 18.20.8, 19.0.0, 19.8.1, 20.20.2, 21.7.3, 22.23.3, 23.11.1,
+# 24.21.0, 25.9.0 and 26.10.0; a newer line takes the newest list.
+_ROOTS_10 = ["(Internalized strings)", "(External strings)", "(Read-only roots)",
+             "(Strong roots)", "(Smi roots)", "(Bootstrapper)", "(Stack roots)",
+             "(Relocatable)", "(Debugger)", "(Compilation cache)", "(Handle scope)",
+             "(Builtins)", "(Global handles)", "(Eternal handles)", "(Thread manager)",
+             "(Strong roots)", "(Extensions)", "(Code flusher)", "(Startup object cache)",
+             "(Read-only object cache)", "(Shareable object cache)", "(Weak collections)",
+             "(Wrapper tracing)", "(Write barrier)", "(Retain maps)", "(Client heap)",
+             "(Unknown)"]
+_ROOTS_11 = _ROOTS_10[:13] + ["(Traced handles)"] + _ROOTS_10[13:]
+_ROOTS_11_8 = ["(Bootstrapper)", "(Builtins)", "(Client heap)", "(Code flusher)",
+               "(Compilation cache)", "(Debugger)", "(Extensions)", "(Eternal handles)",
+               "(External strings)", "(Global handles)", "(Handle scope)", "(Micro tasks)",
+               "(Read-only roots)", "(Relocatable)", "(Retain maps)",
+               "(Shareable object cache)", "(Smi roots)", "(Stack roots)",
+               "(Startup object cache)", "(Internalized strings)", "(Strong root list)",
+               "(Strong roots)", "(Thread manager)", "(Traced handles)", "(Write barrier)"]
+_ROOTS_12 = ["(Bootstrapper)", "(Builtins)", "(Client heap)", "(Code flusher)",
+             "(Compilation cache)", "(Debugger)", "(Extensions)", "(Eternal handles)",
+             "(External strings)", "(Global handles)", "(Handle scope)", "(Micro tasks)",
+             "(Read-only roots)", "(Relocatable)", "(Retain maps)", "(Shareable object cache)",
+             "(SharedStruct type registry)", "(Smi roots)", "(Stack roots)",
+             "(Startup object cache)", "(Internalized strings)", "(Strong root list)",
+             "(Strong roots)", "(Thread manager)", "(Traced handles)", "(Weak roots)",
+             "(Write barrier)"]
+_ROOTS_14 = _ROOTS_12[:11] + ["(Identity map)"] + _ROOTS_12[11:]
+_GC_ROOT_NAMES = {(10, 1): _ROOTS_10, (11, 0): _ROOTS_11, (11, 8): _ROOTS_11_8,
+                  (12, 4): _ROOTS_12, (14, 6): _ROOTS_14}
+
+# Where the Isolate holds the roots V8 visits first, measured in cores of the
+# releases named above (each checked at run time, see heap/roots.py):
+# - its RootsTable: (byte offset in the Isolate, index of `undefined` in it,
+#   read-only roots, strong mutable roots after them; Smi roots follow); the
+#   counts are those of V8's snapshot's `(Read-only roots)` and
+#   `(Strong roots)` / `(Strong root list)` edges;
+# - its builtins tables: (offset, count) of the tier-0 table and of the main
+#   one, each word a builtin's Code object (`(Builtins)`: both together).
+#   The main table's offset moves within a line (found by the tier-0
+#   builtins it begins with); the counts and the tier-0 offset do not (seen
+#   in the first, a middle and the last release of each pinned line).
+_ROOTS_TABLE = {(10, 1): (288, 4, 695, 78), (10, 2): (288, 4, 697, 81),
+                (10, 7): (248, 4, 707, 84), (10, 8): (248, 4, 721, 86),
+                (11, 3): (496, 4, 739, 85), (11, 8): (576, 4, 752, 87),
+                (12, 4): (592, 4, 760, 96), (12, 9): (584, 4, 767, 101),
+                (13, 6): (640, 4, 1028, 104), (14, 1): (648, 0, 1042, 100),
+                (14, 6): (688, 0, 1049, 99)}
+_BUILTINS_TABLES = {(10, 1): ((144, 10), (34160, 2055)), (10, 2): ((144, 10), (34232, 2054)),
+                    (10, 7): ((128, 7), (35296, 2129)), (10, 8): ((128, 7), (35592, 2135)),
+                    (11, 3): ((128, 7), (36472, 2182)), (11, 8): ((136, 7), (37464, 2243)),
+                    (12, 4): ((136, 7), (38536, 2304)), (12, 9): ((136, 7), (39224, 2333)),
+                    (13, 6): ((144, 7), (42224, 2384)), (14, 1): ((144, 7), (38168, 2141)),
+                    (14, 6): ((144, 7), (42904, 2415))}
+
+
+def gc_root_names(version: tuple[int, ...]) -> list[str]:
+    """The (GC roots) sub-roots V8 `version`'s heap snapshot writes, in its order."""
+    key = (version[0], version[1])
+    older = [k for k in sorted(_GC_ROOT_NAMES) if k <= key]
+    return list(_GC_ROOT_NAMES[older[-1] if older else min(_GC_ROOT_NAMES)])
+
+
+def roots_table(version: tuple[int, ...]) -> tuple[int, int, int, int] | None:
+    """(offset, undefined's index, read-only count, strong count) of the
+    Isolate's RootsTable, None for a line not measured."""
+    return _ROOTS_TABLE.get((version[0], version[1]))
+
+
+def builtins_tables(version: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """(offset, count) of the Isolate's builtin tables, () for a line not measured."""
+    return _BUILTINS_TABLES.get((version[0], version[1]), ())

@@ -164,8 +164,8 @@ class _Namer:
                 return self.s.add(self.v.s.text(addr, MAX_NAME)[:MAX_NAME])
             if rule == "object":
                 return self.s.add(self.sh.name_of(addr, m))
-            if rule == "closure":
-                return self.s.add(self.v.function_name(addr))
+            if rule == "closure":  # the function's own name, never an inferred one
+                return self.s.add(self.v.f.name(self.v.f.shared(addr)))
             if rule == "shared":
                 return self.s.add(self.v.f.debug_name(addr))
             if rule == "regexp":

@@ -152,7 +152,7 @@ def _data_kinds(np, w, maps):
     return np.array([w.info(int(m))[0] in _DATA_KINDS for m in um], dtype=bool)[inv]
 
 
-_STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS, _CODE = range(5)
+_STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS, _CODE, _CODE_LINK = range(6)
 
 
 def _weak_kinds(np, prog: Program, maps):
@@ -162,7 +162,8 @@ def _weak_kinds(np, prog: Program, maps):
     t = h.md.types
     kinds = {t.get("JS_WEAK_REF_TYPE"): _WEAK_REF, t.get("WEAK_CELL_TYPE"): _WEAK_CELL,
              t.get("EPHEMERON_HASH_TABLE_TYPE"): _EPHEMERONS,
-             t.get("INSTRUCTION_STREAM_TYPE", t.get("CODE_TYPE")): _CODE}
+             t.get("INSTRUCTION_STREAM_TYPE", t.get("CODE_TYPE")): _CODE,
+             t.get("CODE_DATA_CONTAINER_TYPE"): _CODE_LINK}
     kinds.pop(None, None)
     um, inv = np.unique(maps, return_inverse=True)
     out = []
@@ -178,9 +179,12 @@ def _weak_slots(np, md, kind, off):
     """Which slots (owner's weak kind, byte offset) the GC does not follow
     strongly: a WeakRef's target, a WeakCell's target and unregister token,
     an ephemeron table's keys (its values are kept while their key lives;
-    they stay strong here)."""
+    they stay strong here), V8 10's link from one optimized code to the next
+    of its context's list (a CodeDataContainer's next_code_link)."""
     first = md.const("EphemeronEntriesOffset")
+    link = md.fields.get(("CodeDataContainer", "next_code_link"), -1)
     return (((kind == _WEAK_REF) & (off == md.off("JSWeakRef", "target")))
+            | ((kind == _CODE_LINK) & (off == link))
             | ((kind == _WEAK_CELL) & ((off == md.off("WeakCell", "target"))
                                        | (off == md.off("WeakCell", "unregister_token"))))
             | ((kind == _EPHEMERONS) & (off >= first) & ((off - first) % 16 == 0)))

@@ -34,7 +34,11 @@ core). On each line, v8dbg's file of that core is compared with V8's:
 - `locations` (script id, line, column of each closure's function and of
   each object's constructor) as in V8's file, per node type and name;
   closures named by their function's own name, as V8 names them;
-- memlab traces a leaked Session as in V8's file.
+- memlab traces a leaked Session as in V8's file;
+- a real program (TypeScript's compiler, test_census_snapshot's core): its
+  object nodes per name as V8's, DevTools' retained sizes of its most
+  numerous constructors within 2 % (on 24 and 26 a few are below: a named
+  known gap, code and trusted space are not walked there).
 
 And: `-o -` gives the same bytes; gdb and lldb write byte-identical files
 on every line; a core with damaged heap pages gives a file DevTools loads, with
@@ -371,6 +375,65 @@ def test_code_sizes(version):
                        ("system / InstructionStream", "system / Code"))
     theirs = _code_sizes(heapsnapshot.read(v8_file(version)))
     assert mine and mine[-1] <= theirs[-1], (mine[-5:], theirs[-5:])
+
+
+@lru_cache(maxsize=None)
+def tsc(version: str) -> tuple[Path, Path]:
+    """v8dbg's file of the TypeScript compile core (test_census_snapshot's, with
+    V8's own snapshot taken just before the core), and V8's file."""
+    from test_census_snapshot import tsc_dir
+    d = tsc_dir(version)
+    out = _TMP / version / "tsc.heapsnapshot"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    p = _cli(version, d / "core", "-o", str(out))
+    assert p.returncode == 0, p.stderr.decode()
+    return out, d / json.loads((d / "expected-tsc.json").read_text())["snapshot"]
+
+
+def _retained_per_name(path: Path, names: list[str]) -> dict[str, int]:
+    """Per name: DevTools' retained sizes of that name's objects no other of them
+    dominates, summed (the tree's shape by v8dbg, each node's size by DevTools)."""
+    import dataclasses
+    from v8dbg.heap import dominators as D
+    snap, ref = heapsnapshot.read(path), heapsnapshot.devtools(path)
+    tree = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, ref.self_sizes, 0,
+                            snap.weakmap_table_edges())
+    tree = dataclasses.replace(tree, retained=ref.retained)
+    idx = np.flatnonzero(snap.types == snap.node_types.index("object"))
+    sel = [i for i in idx.tolist() if snap.name(i) in names]
+    got = D.set_retained(tree, np.asarray(sel, np.int64), [names.index(snap.name(i)) for i in sel])
+    return {n: int(got[k]) for k, n in enumerate(names)}
+
+
+# node 24 and 26 keep machine code and code metadata in spaces the heap walk
+# does not visit yet (their code and trusted spaces): what a constructor's
+# functions hold there (optimized code, deoptimization data) is missing from
+# the retained sizes on a real program (`Object` and `Map` 5-7 % low,
+# `BuiltinModule` 21 %), never above V8's.
+TSC_CODE_SPACE_GAP = ("24.21.0", "26.10.0")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_real_program(version):
+    """A real third-party program, TypeScript's compiler after a compile
+    (census_tsc.js): `object` nodes per name equal to V8's file (but for
+    what only the call writing V8's file held), and DevTools' retained sizes
+    of the twelve most numerous constructors within 2 % of those it computes
+    from V8's file."""
+    mine_p, theirs_p = tsc(version)
+    mine, theirs = heapsnapshot.read(mine_p), heapsnapshot.read(theirs_p)
+    a, b = _objects(mine), _objects(theirs)
+    held = heapsnapshot.transient(theirs_p)
+    diff = {n: (a[n], b[n]) for n in set(a) | set(b)
+            if _comparable(n) and not b[n] - held[n] <= a[n] <= b[n]}
+    assert not diff, diff
+    assert sum(a.values()) > 100000
+    names = [n for n, _ in b.most_common(13) if n != "system / Context"][:12]
+    got, want = _retained_per_name(mine_p, names), _retained_per_name(theirs_p, names)
+    off = {n: (got[n], want[n]) for n in names if abs(got[n] - want[n]) > 0.02 * want[n]}
+    if off and version in TSC_CODE_SPACE_GAP and all(g < w for g, w in off.values()):
+        pytest.xfail(f"code and trusted space not walked: {off}")
+    assert not off, off
 
 
 def test_stdout_same_bytes():

@@ -35,8 +35,18 @@ core). On each line, v8dbg's file of that core is compared with V8's:
 - Chrome DevTools' own loader loads the file, and its retained sizes of the
   leak's classes equal, within 2 %, those it computes from V8's file, on
   every line. (They did not, 30-45 % low on 18-22, before the file had
-  V8's direct `element` edges from an array to its values.)
-- memlab traces a leaked Session as in V8's file.
+  V8's direct `element` edges from an array to its values.) And
+  findjsobjects --retained gives those classes exactly what DevTools
+  computes from v8dbg's file;
+- machine code sized as V8 sizes it: no code node bigger than V8's biggest;
+- `locations` (script id, line, column of each closure's function and of
+  each object's constructor) as in V8's file, per node type and name;
+  closures named by their function's own name, as V8 names them;
+- memlab traces a leaked Session as in V8's file;
+- a real program (TypeScript's compiler, test_census_snapshot's core): its
+  object nodes per name as V8's, DevTools' retained sizes of its most
+  numerous constructors within 2 % (on 24 and 26 a few are below: a named
+  known gap, code and trusted space are not walked there).
 
 And: `-o -` gives the same bytes; gdb and lldb write byte-identical files
 on every line; a core with damaged heap pages gives a file DevTools loads, with
@@ -243,6 +253,44 @@ def test_property_edges(version):
     assert mine[("Session", "__proto__")] == LEAK_N
     assert sum(mine.values()) >= 0.9 * sum(theirs.values()), \
         (sum(mine.values()), sum(theirs.values()))
+
+
+def _locations(path: Path) -> Counter:
+    """(node type, node name, script id, line, column) of each of the file's locations."""
+    doc = json.loads(path.read_text())
+    meta = doc["snapshot"]["meta"]
+    assert meta["location_fields"] == ["object_index", "script_id", "line", "column"]
+    nf, nodes, strings = meta["node_fields"], doc["nodes"], doc["strings"]
+    types, k, loc = meta["node_types"][0], len(nf), doc["locations"]
+    out: Counter = Counter()
+    for a in range(0, len(loc), 4):
+        node = loc[a]
+        assert node % k == 0
+        out[(types[nodes[node + nf.index("type")]], strings[nodes[node + nf.index("name")]],
+             *loc[a + 1:a + 4])] += 1
+    return out
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_locations(version):
+    """Every closure and every object of a constructor with a script located
+    as in V8's file: script id, 0-based line and column of the function's
+    start, per node type and name (but for objects only the call writing
+    V8's file held); a Session at its class's `constructor(id)`."""
+    mine, theirs = _locations(written(version)[0]), _locations(v8_file(version))
+    held = heapsnapshot.transient(v8_file(version))
+    assert not mine - theirs, sorted((mine - theirs).items())[:10]
+    missing = theirs - mine
+    assert all(t == "object" and n <= held[name] for (t, name, *_), n in missing.items()), \
+        sorted(missing.items())[:10]
+    assert sum(mine.values()) > 5000
+    src = (ROOT / "tests" / "fixtures" / "leak_growth.js").read_text().splitlines()
+    line = next(i for i, t in enumerate(src) if t.startswith("class Session")) + 1
+    at = [key for key in mine if key[:2] == ("object", "Session")]
+    assert len(at) == 1 and at[0][3:] == (line, src[line].index("(")), at
+    assert mine[at[0]] == LEAK_N
+    closure = [key for key in mine if key[:2] == ("closure", "Session")]
+    assert [key[2:] for key in closure] == [at[0][2:]], closure
 
 
 def _buffer_data(snap: heapsnapshot.Snapshot) -> tuple[Counter, Counter]:
@@ -462,12 +510,97 @@ def _retained_cases():
 def test_retained_as_devtools(version, name):
     mine = devtools_by_name(written(version)[0])
     theirs = devtools_by_name(v8_file(version))
-    if abs(mine[name] - theirs[name]) > 0.02 * theirs[name]:
-        # Known defect (issue 19): on some fresh cores (seen: node 20, the
-        # SessionCache 27 % above V8's) DevTools finds in v8dbg's file objects
-        # that only the cache holds, which findjsobjects --retained (the same
-        # heap's graph) and V8 find held from elsewhere too.
-        pytest.xfail(f"retained sizes apart from V8's file: {name}, {mine}, {theirs}")
+    assert abs(mine[name] - theirs[name]) <= 0.02 * theirs[name], (name, mine, theirs)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_retained_as_findjsobjects(version):
+    """findjsobjects --retained (the heap's graph, no file) gives the leak's
+    classes exactly what DevTools computes from jsheapsnapshot's file of the
+    same core: one graph, read by DevTools' rules both ways. (Before, stack
+    slots into the program's classes retained them: SessionCache 2 % low.)"""
+    from test_retained import outputs
+    got = {g["constructor"]: g["retained"] for g in outputs(version, "cli")[2]["groups"]
+           if g["constructor"] in NAMES}
+    devtools = devtools_by_name(written(version)[0])
+    assert got == devtools, (got, devtools)
+
+
+def _code_sizes(snap: heapsnapshot.Snapshot, names: tuple[str, ...] = ()) -> list[int]:
+    t = snap.node_types.index("code")
+    return sorted(int(snap.sizes[i]) for i in np.flatnonzero(snap.types == t).tolist()
+                  if not names or snap.name(i) in names)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_code_sizes(version):
+    """Machine code objects are sized by V8's rule, as in V8's file: none bigger
+    than V8's biggest code node. (Sized to the next map word, the last one of
+    a page took the page's never-used rest: on a fresh node 20 core, `add`'s
+    optimized code 223,248 bytes, all of it charged to SessionCache.)"""
+    mine = _code_sizes(heapsnapshot.read(written(version)[0]),
+                       ("system / InstructionStream", "system / Code"))
+    theirs = _code_sizes(heapsnapshot.read(v8_file(version)))
+    assert mine and mine[-1] <= theirs[-1], (mine[-5:], theirs[-5:])
+
+
+@lru_cache(maxsize=None)
+def tsc(version: str) -> tuple[Path, Path]:
+    """v8dbg's file of the TypeScript compile core (test_census_snapshot's, with
+    V8's own snapshot taken just before the core), and V8's file."""
+    from test_census_snapshot import tsc_dir
+    d = tsc_dir(version)
+    out = _TMP / version / "tsc.heapsnapshot"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    p = _cli(version, d / "core", "-o", str(out))
+    assert p.returncode == 0, p.stderr.decode()
+    return out, d / json.loads((d / "expected-tsc.json").read_text())["snapshot"]
+
+
+def _retained_per_name(path: Path, names: list[str]) -> dict[str, int]:
+    """Per name: DevTools' retained sizes of that name's objects no other of them
+    dominates, summed (the tree's shape by v8dbg, each node's size by DevTools)."""
+    import dataclasses
+    from v8dbg.heap import dominators as D
+    snap, ref = heapsnapshot.read(path), heapsnapshot.devtools(path)
+    tree = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, ref.self_sizes, 0,
+                            snap.weakmap_table_edges())
+    tree = dataclasses.replace(tree, retained=ref.retained)
+    idx = np.flatnonzero(snap.types == snap.node_types.index("object"))
+    sel = [i for i in idx.tolist() if snap.name(i) in names]
+    got = D.set_retained(tree, np.asarray(sel, np.int64), [names.index(snap.name(i)) for i in sel])
+    return {n: int(got[k]) for k, n in enumerate(names)}
+
+
+# node 24 and 26 keep machine code and code metadata in spaces the heap walk
+# does not visit yet (their code and trusted spaces): what a constructor's
+# functions hold there (optimized code, deoptimization data) is missing from
+# the retained sizes on a real program (`Object` and `Map` 5-7 % low,
+# `BuiltinModule` 21 %), never above V8's.
+TSC_CODE_SPACE_GAP = ("24.21.0", "26.10.0")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_real_program(version):
+    """A real third-party program, TypeScript's compiler after a compile
+    (census_tsc.js): `object` nodes per name equal to V8's file (but for
+    what only the call writing V8's file held), and DevTools' retained sizes
+    of the twelve most numerous constructors within 2 % of those it computes
+    from V8's file."""
+    mine_p, theirs_p = tsc(version)
+    mine, theirs = heapsnapshot.read(mine_p), heapsnapshot.read(theirs_p)
+    a, b = _objects(mine), _objects(theirs)
+    held = heapsnapshot.transient(theirs_p)
+    diff = {n: (a[n], b[n]) for n in set(a) | set(b)
+            if _comparable(n) and not b[n] - held[n] <= a[n] <= b[n]}
+    assert not diff, diff
+    assert sum(a.values()) > 100000
+    names = [n for n, _ in b.most_common(13) if n != "system / Context"][:12]
+    got, want = _retained_per_name(mine_p, names), _retained_per_name(theirs_p, names)
+    off = {n: (got[n], want[n]) for n in names if abs(got[n] - want[n]) > 0.02 * want[n]}
+    if off and version in TSC_CODE_SPACE_GAP and all(g < w for g, w in off.values()):
+        pytest.xfail(f"code and trusted space not walked: {off}")
+    assert not off, off
 
 
 def test_stdout_same_bytes():

@@ -107,11 +107,14 @@ def reach(np, first_edge, edge_to, starts, usable):
     return seen
 
 
-def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining=None):
+def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining=None,
+                    globals_=None):
     """Bool per edge: does it retain its target (DevTools' rule, above)?
 
     `not_retaining` marks more edges that do not: a WeakMap's edge from its
     table to a value (the key's edge to it is the one that counts).
+    `globals_` are the global objects of a graph whose root has no shortcut
+    edges to them (the heap graph's; a snapshot file's root has them).
     """
     np = _np()
     n = len(first_edge) - 1
@@ -122,7 +125,8 @@ def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining
         ok &= ~not_retaining
     ok &= (edge_type != EDGE_SHORTCUT) | (src == root)
     r0, r1 = int(first_edge[root]), int(first_edge[root + 1])
-    globals_ = edge_to[r0:r1][edge_type[r0:r1] == EDGE_SHORTCUT]
+    if globals_ is None:
+        globals_ = edge_to[r0:r1][edge_type[r0:r1] == EDGE_SHORTCUT]
     if len(globals_):
         page = reach(np, first_edge, edge_to, globals_, ~weak)
         ok &= ~(page[edge_to] & ~page[src]) | (src == root)
@@ -191,17 +195,35 @@ def _meet(np, x, y, dom) -> None:
         k = k[xx != yy]
 
 
-def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
+def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
+                   from_root=None) -> DominatorTree:
     """Immediate dominators and retained sizes over the essential edges: in NumPy
     passes (`_wide_tree`), or for a graph of more than MAX_LEVELS breadth-first
-    levels, by `_deep_tree`."""
+    levels, by `_deep_tree`. `from_root` are nodes given one more edge, from
+    the root (the global objects of a graph whose root has no shortcuts)."""
     try:
-        return _wide_tree(first_edge, edge_to, essential, sizes, root)
+        return _wide_tree(first_edge, edge_to, essential, sizes, root, from_root)
     except _TooDeep:
-        return _deep_tree(first_edge, edge_to, essential, sizes, root)
+        return _deep_tree(first_edge, edge_to, essential, sizes, root, from_root)
 
 
-def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
+def _pairs(np, first_edge, edge_to, essential, root: int, from_root, dtype):
+    """(source, target) of each essential edge, grouped by source, with the
+    root's edges to `from_root` among the root's."""
+    n = len(first_edge) - 1
+    keep = np.flatnonzero(essential)
+    src = np.repeat(np.arange(n, dtype=dtype), np.diff(np.asarray(first_edge, np.int64)))[keep]
+    dst = np.asarray(edge_to)[keep].astype(dtype)
+    if from_root is not None and len(from_root):
+        at = int(np.searchsorted(src, root))
+        more = np.asarray(from_root).astype(dtype)
+        src = np.concatenate([src[:at], np.full(len(more), root, dtype), src[at:]])
+        dst = np.concatenate([dst[:at], more, dst[at:]])
+    return src, dst
+
+
+def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
+               from_root=None) -> DominatorTree:
     """Immediate dominators and retained sizes over the essential edges.
 
     The iterative algorithm of Cooper, Harvey and Kennedy, each pass over all
@@ -216,11 +238,7 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Dominato
     """
     np = _np()
     n = len(first_edge) - 1
-    fe = np.asarray(first_edge, np.int64)
-    keep = np.flatnonzero(essential)
-    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(fe))[keep]
-    dst = np.asarray(edge_to)[keep].astype(np.int32)
-    del keep
+    src, dst = _pairs(np, first_edge, edge_to, essential, root, from_root, np.int32)
     loop = src == dst
     if loop.any():
         src, dst = src[~loop], dst[~loop]
@@ -396,23 +414,20 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> Dominato
     return DominatorTree(idom, retained, order.astype(np.uint32), hung_count, tin_a, sub_a)
 
 
-def _deep_tree(first_edge, edge_to, essential, sizes, root: int = 0) -> DominatorTree:
+def _deep_tree(first_edge, edge_to, essential, sizes, root: int = 0,
+               from_root=None) -> DominatorTree:
     """Immediate dominators (semi-NCA Lengauer-Tarjan, its loops over typed arrays)
     and retained sizes, for a graph too deep for the passes in NumPy: each
     breadth-first level costs those some tens of microseconds, this about a
     microsecond per edge, however deep."""
     np = _np()
     n = len(first_edge) - 1
-    fe = first_edge.astype(np.int64)
-    keep = np.flatnonzero(essential)
-    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(fe))[keep]
-    dst = edge_to[keep].astype(np.int64)
+    src, dst = _pairs(np, first_edge, edge_to, essential, root, from_root, np.int64)
     # Successors over essential edges only, as Python lists for the DFS.
     sfirst = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=sfirst[1:])
     succ = array('q', dst.astype(np.int64).tobytes())
     sfirst_l = array('q', sfirst.astype(np.int64).tobytes())
-    del keep
 
     # DFS preorder numbers from 1 (0: not reached), parent as numbers.
     num = array('q', bytes(8 * n))

@@ -180,7 +180,7 @@ def _kinds(np, prog: Program, w, maps):
     return data[inv], _weak_kinds(np, prog, um)[inv]
 
 
-_STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS = range(4)
+_STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS, _CODE, _CODE_LINK = range(6)
 
 
 def _weak_kinds(np, prog: Program, maps):
@@ -189,7 +189,9 @@ def _weak_kinds(np, prog: Program, maps):
     h = prog.heap
     t = h.md.types
     kinds = {t.get("JS_WEAK_REF_TYPE"): _WEAK_REF, t.get("WEAK_CELL_TYPE"): _WEAK_CELL,
-             t.get("EPHEMERON_HASH_TABLE_TYPE"): _EPHEMERONS}
+             t.get("EPHEMERON_HASH_TABLE_TYPE"): _EPHEMERONS,
+             t.get("INSTRUCTION_STREAM_TYPE", t.get("CODE_TYPE")): _CODE,
+             t.get("CODE_DATA_CONTAINER_TYPE"): _CODE_LINK}
     kinds.pop(None, None)
     out = []
     for m in maps.tolist():
@@ -204,12 +206,51 @@ def _weak_slots(np, md, kind, off):
     """Which slots (owner's weak kind, byte offset) the GC does not follow
     strongly: a WeakRef's target, a WeakCell's target and unregister token,
     an ephemeron table's keys and values (a value is kept while its key
-    lives: the graph's edge from the key to it, see `_ephemeron_edges`)."""
+    lives: the graph's edge from the key to it, see `_ephemeron_edges`), V8
+    10's link from one optimized code to the next of its context's list (a
+    CodeDataContainer's next_code_link)."""
     first = md.const("EphemeronEntriesOffset")
+    link = md.fields.get(("CodeDataContainer", "next_code_link"), -1)
     return (((kind == _WEAK_REF) & (off == md.off("JSWeakRef", "target")))
+            | ((kind == _CODE_LINK) & (off == link))
             | ((kind == _WEAK_CELL) & ((off == md.off("WeakCell", "target"))
                                        | (off == md.off("WeakCell", "unregister_token"))))
             | ((kind == _EPHEMERONS) & (off >= first)))
+
+
+def _code_header(md) -> int:
+    """Bytes of a machine code object's header: its instructions (and the
+    objects they embed) follow."""
+    return md.fields.get(("InstructionStream", "instruction_start")) \
+        if "INSTRUCTION_STREAM_TYPE" in md.types else md.fields.get(("Code", "instruction_start"), 1 << 30)
+
+
+def _weak_in_code(np, h, kind, off, val):
+    """Which slots are objects a machine code body embeds that V8 holds weakly
+    there (Code::IsWeakObjectInOptimizedCode, as its snapshot writes them):
+    JS objects, contexts, property cells and maps. Other embedded objects
+    (strings, shared function infos, ...) stay strong."""
+    sel = np.flatnonzero((kind == _CODE) & (off >= _code_header(h.md)))
+    out = np.zeros(len(kind), dtype=bool)
+    if not len(sel):
+        return out
+    md = h.md
+    t = md.types
+    first_js = md.consts.get("FirstJSReceiverType", t.get("JS_PROXY_TYPE", 1 << 16))
+    lo, hi = md.consts.get("FirstContextType", -1), md.consts.get("LastContextType", -2)
+    other = {t.get("PROPERTY_CELL_TYPE"), t.get("MAP_TYPE")} - {None}
+    by_map: dict[int, bool] = {}
+    for j in sel.tolist():
+        try:
+            m = h.map_of(int(val[j]))
+            w = by_map.get(m)
+            if w is None:
+                it = h.map_type(m)
+                w = by_map[m] = it >= first_js or lo <= it <= hi or it in other
+        except (DecodeError, TargetMemoryError):
+            w = False
+        out[j] = w
+    return out
 
 
 def _page_slots(np, w, p, starts, sizes, data_kind, lo: int, hi: int):
@@ -325,7 +366,8 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         per_page[pi] = None  # type: ignore[call-overload]
         owner, off, val, weak = _page_slots(np, w, p, starts, sizes, dk, lo, hi)
         if len(owner):
-            weak = weak | _weak_slots(np, prog.heap.md, wk[owner], off)
+            weak = weak | _weak_slots(np, prog.heap.md, wk[owner], off) \
+                | _weak_in_code(np, prog.heap, wk[owner], off, val)
         to, ok = resolve(val)
         if len(owner) and (wk == _EPHEMERONS).any():
             eph.append(_ephemerons(np, prog.heap.md, wk[owner], owner, off, to, ok, k))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import census
 from . import graph as graphmod
 from .dominators import DominatorTree, dominator_tree, essential_edges, set_retained
 from .groups import Group, members
@@ -26,6 +27,11 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
     nothing: V8's snapshot, taken after a GC, has none, and an old backing
     store of a grown array would otherwise share every element it held with
     the live one, so that the root alone dominated them.
+
+    What the global objects reach is the program's own (DevTools' rule):
+    a VM root's edge into it, a stack slot or a handle that points at a
+    class the program also holds, retains nothing, as in DevTools' view of
+    V8's snapshot (whose root has shortcut edges to the globals).
     """
     np = graphmod.numpy()
     g = graphmod.build(prog, heap, progress)
@@ -35,11 +41,23 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
         garbage_edge = np.repeat(~seen, np.diff(g.first_edge))  # an edge from garbage
         # or into it: a live key's edge to the value of a dead WeakMap's entry
         garbage_edge |= ~seen[g.edge_to]
-        ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, garbage_edge)
+        globals_ = global_objects(prog, heap, g)
+        ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, garbage_edge, globals_)
         del garbage_edge
-        t = dominator_tree(g.first_edge, g.edge_to, ess, g.node_size, 0)
+        t = dominator_tree(g.first_edge, g.edge_to, ess, g.node_size, 0, globals_)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t
+
+
+def global_objects(prog: Program, heap: int, g: graphmod.Graph) -> Any:
+    """The graph's nodes of the heap's global objects (the census keeps their
+    addresses: they are JS objects)."""
+    np = graphmod.numpy()
+    t = prog.heap.md.types.get("JS_GLOBAL_OBJECT_TYPE")
+    addrs = [a for ms in census.of(prog, heap).maps.values()
+             if ms.instance_type == t and ms.addresses is not None for a in ms.addresses]
+    i = g.indices(np.asarray(addrs, dtype=np.uint64))
+    return i[i >= 0]
 
 
 def of_groups(prog: Program, heap: int, rows: list[Group], progress=None) -> list[int]:

@@ -58,7 +58,7 @@ class Shapes:
         self.md = self.h.md
         self.f = self.v.f
         self._cache: dict[int, Shape] = {}
-        self._by_proto: dict[int, str | None] = {}
+        self._by_proto: dict[int, tuple[str | None, int | None]] = {}
         self._named: dict[int, str | None] = {}
         self._tag_keys: dict[int, bool] = {}
         md = self.md
@@ -210,15 +210,33 @@ class Shapes:
             tag = self._own_tag(obj, props)
             if tag is not None and h.is_heap(tag) and self.v.is_string(tag):
                 return self.v.s.text(tag, 200)
-        o = mem.u64(m - 1 + self.o_proto)
-        start = o
-        if start in self._by_proto:
-            return self._by_proto[start] or self.class_name(itype, m, obj)
-        found = self._from_prototypes(o)
-        if len(self._by_proto) > 100000:
-            self._by_proto.clear()
-        self._by_proto[start] = found
+        found = self._on_chain(mem.u64(m - 1 + self.o_proto))[0]
         return found or self.class_name(itype, m, obj)
+
+    def constructor_function(self, m: int, obj: int | None = None,
+                             props: list | None = None) -> int | None:
+        """The function V8's JSReceiver::GetConstructor gives for an object of
+        map m: the one `constructor_name_of_map` took the name from, None
+        where the name is a toStringTag, an API template's or a type's."""
+        h = self.h
+        if self._map_named(m, h.map_type(m)) is not None:
+            c = self.v.map_constructor(m)
+            return c if self._is_function(c) else None
+        if obj is not None:
+            tag = self._own_tag(obj, props)
+            if tag is not None and h.is_heap(tag) and self.v.is_string(tag):
+                return None
+        return self._on_chain(h.mem.u64(m - 1 + self.o_proto))[1]
+
+    def _on_chain(self, o: int) -> tuple[str | None, int | None]:
+        """`_from_prototypes` from prototype o, cached per o."""
+        got = self._by_proto.get(o)
+        if got is None:
+            got = self._from_prototypes(o)
+            if len(self._by_proto) > 100000:
+                self._by_proto.clear()
+            self._by_proto[o] = got
+        return got
 
     def _map_named(self, m: int, itype: int) -> str | None:
         """The name of the map's own constructor, when V8 takes it (an ordinary instance)."""
@@ -242,8 +260,9 @@ class Shapes:
         self._named[m] = out
         return out
 
-    def _from_prototypes(self, o: int) -> str | None:
-        """Symbol.toStringTag or `constructor` name found on the chain from o."""
+    def _from_prototypes(self, o: int) -> tuple[str | None, int | None]:
+        """Symbol.toStringTag or `constructor` name found on the chain from o,
+        and the constructor function the name is of (None for a tag)."""
         h = self.h
         mem = h.mem
         for _ in range(MAX_CHAIN):
@@ -251,14 +270,14 @@ class Shapes:
                 break
             tag = self.v.own_data_property(o, symbol_desc="Symbol.toStringTag")
             if tag is not None and h.is_heap(tag) and self.v.is_string(tag):
-                return self.v.s.text(tag, 200)
+                return self.v.s.text(tag, 200), None
             c = self.v.own_data_property(o, "constructor")
             if c is not None and h.is_heap(c) and self._is_function(c):
                 n = self.v.function_name(c)
                 if n and n != "Object":
-                    return n
+                    return n, c
             o = mem.u64(h.map_of(o) - 1 + self.o_proto)
-        return None
+        return None, None
 
     def _is_function(self, v: int) -> bool:
         try:

@@ -33,6 +33,7 @@ from ..v8.layouts import heap_snapshot_meta
 from . import census
 from . import graph as gmod
 from .edges import Extra, StringTable, buffer_data, extra_edges, type_edges
+from .locations import Location, Locations
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -98,6 +99,7 @@ class _Namer:
         self.per_map: dict[int, tuple[int, int | None, str]] = {}
         self.seq: dict[int, bool | None] = {}
         self.sfi_names: dict[int, str] = {}
+        self.own_names: dict[int, str] = {}
 
     def of_map(self, m: int) -> tuple[int, int | None, str]:
         """(node type, name index or None when named per object, per-object rule)."""
@@ -177,6 +179,18 @@ class _Namer:
             self.sfi_names[sfi] = got
         return got
 
+    def _own_name(self, sfi: int) -> str:
+        """A SharedFunctionInfo's own name (never an inferred one, as V8 names
+        closures), read once for all its closures ('' when unreadable)."""
+        got = self.own_names.get(sfi)
+        if got is None:
+            try:
+                got = self.v.f.name(sfi)
+            except (DecodeError, TargetMemoryError):
+                got = ""
+            self.own_names[sfi] = got
+        return got
+
     def of_object(self, rule: str, addr: int, m: int) -> int:
         """The name of an object its map does not name."""
         try:
@@ -184,12 +198,12 @@ class _Namer:
                 return self.s.add(self.v.s.text(addr, MAX_NAME)[:MAX_NAME])
             if rule == "object":
                 return self.s.add(self.sh.name_of(addr, m))
-            if rule == "closure":
+            if rule == "closure":  # the function's own name, never an inferred one
                 try:
                     sfi = self.v.f.shared(addr)
                 except (DecodeError, TargetMemoryError):
                     return self.s.add("")
-                return self.s.add(self._debug_name(sfi))
+                return self.s.add(self._own_name(sfi))
             if rule == "shared":
                 return self.s.add(self._debug_name(addr))
             if rule == "regexp":
@@ -491,12 +505,26 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     order = np.argsort(code, kind="stable").astype(ix)
     bounds = np.concatenate(([0], np.cumsum(np.bincount(code, minlength=len(um)))))
     del code
+    locs = Locations(prog)
+    loc_parts: list[tuple[Any, Location]] = []  # (nodes, their location)
+    t_object, t_closure = types.index("object"), types.index("closure")
     for k, m in enumerate(um.tolist()):
         sel = objs[order[bounds[k]:bounds[k + 1]]]
         kind, name, rule = namer.of_map(int(m))
         ntype[sel] = kind
-        if kind in (types.index("object"), types.index("closure"), types.index("regexp")):
+        if kind in (t_object, t_closure, types.index("regexp")):
             is_js[sel] = True
+        if kind == t_closure or (kind == t_object and locs.per_object(int(m))):
+            # Each its own function's location (closures, generators).
+            for j, i in enumerate(sel.tolist()):
+                a = int(g.node_addr[i])
+                at = locs.of_function(a) if kind == t_closure else locs.of_object(a, int(m))
+                if at is not None:
+                    loc_parts.append((sel[j:j + 1], at))
+        elif kind == t_object:
+            at = locs.of_object(int(g.node_addr[sel[0]]), int(m))
+            if at is not None:
+                loc_parts.append((sel, at))
         if name is not None:
             nname[sel] = name
             continue
@@ -628,7 +656,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         if progress is not None:
             progress.update(g.nodes + b, 2 * g.nodes)
     emit("],\n\"trace_function_infos\":[],\n\"trace_tree\":[],\n\"samples\":[],"
-         "\n\"locations\":[],\n\"strings\":[")
+         "\n\"locations\":[")
+    if loc_parts:
+        rows_l = np.concatenate([row_of[n] * k for n, _ in loc_parts])
+        vals = np.repeat(np.array([(at.script_id, at.line, at.column) for _, at in loc_parts],
+                                  dtype=np.int64), [len(n) for n, _ in loc_parts], axis=0)
+        o = np.argsort(rows_l, kind="stable")
+        emit_raw(_decimal(np, np.concatenate([rows_l[o, None], vals[o]], axis=1)))
+    emit("],\n\"strings\":[")
     items = strings.items
     for a in range(0, len(items), CHUNK):
         check_interrupted()

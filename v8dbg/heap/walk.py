@@ -34,7 +34,7 @@ REUSE_BYTES = 1 << 20
 
 # Object kinds, for the walk's size computation.
 K_FIXED, K_ARRAY, K_SEQ1, K_SEQ2, K_BYTES, K_FREE, K_UNKNOWN, K_BIGINT, K_PROPARRAY, \
-    K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_BAD, K_NCTX = range(14)
+    K_DESCRIPTORS, K_WEAKLIST, K_BYTECODE, K_BAD, K_NCTX, K_CODE = range(15)
 
 
 class _Classifier:
@@ -86,10 +86,52 @@ class _Classifier:
         self.native_context = t.get("NATIVE_CONTEXT_TYPE")
         self.nctx_extra = md.consts.get("NativeContextExtraWords", 0)
         self.bytecode_header = md.fields.get(("BytecodeArray", "data"), 56)
+        self._code_rule(md)
         self.nonstring = md.const("FirstNonstringType")
         self.o_isw = md.fields.get(("Map", "instance_size_in_words"),
                                    md.fields.get(("Map", "instance_size"), 8))
         self.o_type = md.off("Map", "instance_type")
+
+    def _code_rule(self, md) -> None:
+        """How machine code objects are sized, where this V8's layout says:
+        the InstructionStream's own body size (V8 12+), its Code's
+        instruction and metadata sizes (V8 11), or the Code's own (V8 10).
+        Without a rule they run to the next map word, which past the last
+        one on a page is the page's never-used rest."""
+        t, f = md.types, md.fields
+        self.code_type = t.get("INSTRUCTION_STREAM_TYPE", t.get("CODE_TYPE"))
+        self.code_align = md.consts.get("CodeAlignment", 0)
+        self.code_rule: tuple[int, int, int, int] | None = None  # (header, at, size, meta)
+        if self.code_type is None or not self.code_align:
+            return
+        if "INSTRUCTION_STREAM_TYPE" in t:
+            header = f.get(("InstructionStream", "instruction_start"))
+            if header is None:
+                return
+            if ("InstructionStream", "body_size") in f:
+                self.code_rule = (header, 0, f[("InstructionStream", "body_size")], -1)
+            elif ("Code", "metadata_size") in f and ("Code", "instruction_size") in f:
+                self.code_rule = (header, 1, f[("Code", "instruction_size")],
+                                  f[("Code", "metadata_size")])
+        elif md.consts.get("CodeInstructionsInline") and ("Code", "metadata_size") in f:
+            self.code_rule = (f[("Code", "instruction_start")], 0, f[("Code", "instruction_size")],
+                              f[("Code", "metadata_size")])
+
+    def code_size(self, words, i: int) -> int:
+        """Words of the machine code object at word i by V8's rule (its header
+        and body, rounded up to the code alignment); 0 when unknown."""
+        header, via, at, meta = self.code_rule  # type: ignore[misc]
+        try:
+            if via:  # the sizes sit in the InstructionStream's Code
+                raw = self.read(int(words[i + 1]) - 1 + at, 4 + meta - at)
+                body = sum(struct.unpack_from("<I", raw, k)[0] for k in (0, meta - at))
+            else:
+                body = sum(int(words[i + o // 8]) >> (8 * (o % 8)) & 0xFFFFFFFF
+                           for o in ((at, meta) if meta >= 0 else (at,)))
+        except Exception:  # past the page, or a Code not (yet) there
+            return 0
+        a = self.code_align
+        return (header + body + a - 1) // a * a >> 3
 
     def is_meta(self, mm: int) -> bool:
         """A meta map is its own map (V8 12+ has one per native context too)."""
@@ -144,6 +186,8 @@ class _Classifier:
             return (K_WEAKLIST, 0, itype, False)
         if itype == self.bytecode:
             return (K_BYTECODE, 0, itype, False)
+        if itype == self.code_type and self.code_rule is not None:
+            return (K_CODE, 0, itype, False)
         return (K_UNKNOWN, 0, itype, False)
 
 
@@ -172,6 +216,8 @@ def _var_size(kind: int, words, i: int, cls: _Classifier) -> int:
         return (cls.bytecode_header + (w1 >> 32) + 7) >> 3
     if kind == K_NCTX:
         return 2 + (w1 >> 32) + cls.nctx_extra
+    if kind == K_CODE:
+        return cls.code_size(words, i)
     return 0
 
 

@@ -205,8 +205,11 @@ class Functions:
                 return None
         return None
 
-    def start_position(self, sfi: int) -> int | None:
-        """Script offset where the function's source starts (its token)."""
+    def start_position(self, sfi: int, token: bool = True) -> int | None:
+        """Script offset where the function's source starts: its token (as
+        stack traces show it), or without `token` where V8's own
+        SharedFunctionInfo::StartPosition puts it (a class constructor's or a
+        method's parameter list, as heap snapshots' locations do)."""
         h = self.h
         si = self._scope_info(sfi)
         if si is not None:
@@ -215,13 +218,13 @@ class Functions:
             if pos is not None:
                 start = pos[0]
                 tok = h.mem.i16(sfi - 1 + self.md.off("SharedFunctionInfo", "raw_function_token_offset"))
-                if tok not in (-1, 0xFFFF) and tok >= 0:
+                if token and tok not in (-1, 0xFFFF) and tok >= 0:
                     return start - tok
                 return start
         start = self._uncompiled_i32(sfi, "start_position")
         if start is not None:
             tok = h.mem.u16(sfi - 1 + self.md.off("SharedFunctionInfo", "raw_function_token_offset"))
-            return start - tok if tok != 0xFFFF and tok <= start else start
+            return start - tok if token and tok != 0xFFFF and tok <= start else start
         return None
 
     def end_position(self, sfi: int) -> int | None:

@@ -45,6 +45,8 @@ COMMON: dict[str, Any] = {
         # A NativeContext is its slots plus raw words after them (the microtask
         # queue pointer): its size is 2 + length + this many words.
         "NativeContextExtraWords": 1,
+        # Machine code objects end at a multiple of this (V8's kCodeAlignment, x64).
+        "CodeAlignment": 64,
         # Frames, x64 (checked in cores of every line): an exit frame keeps the
         # caller's sp at fp-16, whose word below is the return address into the
         # builtin; an entry frame saves the c_entry_fp of the segment below it.
@@ -201,6 +203,9 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
         ("BytecodeArray", "parameter_size"): 44,
         ("Code", "deoptimization_data"): 16,
         ("Code", "source_position_table"): 24,
+        # A Code's size: its header, then instruction_size and metadata_size
+        # bytes (u32 each), up to CodeAlignment.
+        ("Code", "metadata_size"): 44,
     }},
     (11, 3): {"consts": {}, "fields": {
         ("BytecodeArray", "source_position_table"): 32,
@@ -210,9 +215,15 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
         ("Code", "flags"): 48,
         ("Code", "instruction_start"): 40,
         ("Code", "instruction_size"): 56,
+        # An InstructionStream (header, then the body) holds no size of its
+        # own: its Code's instruction_size and metadata_size give the body's.
+        ("Code", "metadata_size"): 60,
     }},
     (12, 4): {"consts": {}, "fields": {
         **_CODE_12, ("BytecodeArray", "parameter_size"): 52,
+        # An InstructionStream's own body size (u32) after its header's
+        # code and relocation info.
+        ("InstructionStream", "body_size"): 24,
     }},
     (13, 6): {"consts": dict(_SCOPE_INFO_13), "fields": {**_CODE_12, **_SFI_DATA_13}},
     (14, 6): {"consts": {

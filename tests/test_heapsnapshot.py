@@ -199,9 +199,11 @@ def test_counts_per_type(version):
     assert b[t] - 4 <= a[t] <= b[t], (t, a[t], b[t])
     assert abs(len(mine.ids) - len(theirs.ids)) <= 0.01 * len(theirs.ids), (a, b)
     # The read-only space's objects and the edges into them are there, as in
-    # V8's file; what stays apart: the embedder graph and the (GC roots)
-    # sub-roots' edges (v8dbg's root groups are its own).
-    assert 0.95 * len(theirs.edge_to) <= len(mine.edge_to) <= len(theirs.edge_to), \
+    # V8's file; what stays apart: the embedder graph, and the edges of
+    # v8dbg's (Native roots), native memory scanned conservatively (more
+    # than V8's (Compilation cache), (Internalized strings) and the like:
+    # up to 1.7 % more edges in all, seen on node 18).
+    assert 0.95 * len(theirs.edge_to) <= len(mine.edge_to) <= 1.03 * len(theirs.edge_to), \
         (len(mine.edge_to), len(theirs.edge_to))
     per = lambda s, t: int((s.edge_type == s.edge_types.index(t)).sum())  # noqa: E731
     for t in ("property", "context", "weak"):

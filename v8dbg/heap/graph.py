@@ -385,6 +385,14 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     edge_type = _cat(np, type_p, np.uint8)
     edge_name = _cat(np, name_p, np.uint32)
     pairs = np.concatenate(eph) if eph else np.zeros((0, 3), dtype=np.int64)
+    if len(pairs) and read_only:
+        # An empty or deleted entry's key is an oddball (undefined, the
+        # hole), which no key can be: read-only, and no pair.
+        ro = np.zeros(len(pairs), dtype=bool)
+        addr = node_addr[pairs[:, 1]]
+        for p in read_only:
+            ro |= (addr >= np.uint64(p.start)) & (addr < np.uint64(p.end))
+        pairs = pairs[~ro]
     pairs = pairs[np.argsort(pairs[:, 1], kind="stable")]
     if len(pairs):
         first_edge, edge_to, edge_type, edge_name = _ephemeron_edges(

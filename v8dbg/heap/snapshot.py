@@ -662,7 +662,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         vals = np.repeat(np.array([(at.script_id, at.line, at.column) for _, at in loc_parts],
                                   dtype=np.int64), [len(n) for n, _ in loc_parts], axis=0)
         o = np.argsort(rows_l, kind="stable")
-        emit_raw(_decimal(np, np.concatenate([rows_l[o, None], vals[o]], axis=1)))
+        emit_raw(_decimal(np, [rows_l[o], vals[o, 0], vals[o, 1], vals[o, 2]]))
     emit("],\n\"strings\":[")
     items = strings.items
     for a in range(0, len(items), CHUNK):

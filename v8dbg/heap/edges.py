@@ -29,7 +29,13 @@ properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
 
-What V8 names besides (out-of-object properties, internal fields) stays
+- a FixedArray's or hash table's slot: `internal`, named by its index, as
+  V8's ExtractFixedArrayReferences names them (a Map's table's entries);
+- another object's field: `internal`, named by the metadata's name of the
+  field in its class (a Map's `table`, a sliced string's `parent`, a bound
+  function's `bound_function`), in V8's spelling where it differs.
+
+What V8 names besides (out-of-object properties, embedder fields) stays
 `hidden` here: the edge exists, only its name is V8's index rather than
 its field name.
 """
@@ -133,11 +139,92 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
                 if len(hit):
                     kinds[hit] = gmod.E_PROPERTY
                     names[hit] = strings.add(key)
+    _internal_names(prog, g, src, off, node_map, kinds, names, strings)
     del to
     return Typed(kinds, names, strings.items)
 
 
 _cache: dict[tuple[int, int], dict[int, str]] = {}
+_slot_rules: dict[tuple[int, int], tuple[bool, dict[int, str]]] = {}
+
+# The hash tables and arrays V8's snapshot generator takes for FixedArrays:
+# each strong slot an `internal` edge named by its index.
+_INDEXED = ("FIXED_ARRAY_TYPE", "HASH_TABLE_TYPE", "GLOBAL_DICTIONARY_TYPE",
+            "NAME_DICTIONARY_TYPE", "NAME_TO_INDEX_HASH_TABLE_TYPE", "NUMBER_DICTIONARY_TYPE",
+            "ORDERED_HASH_MAP_TYPE", "ORDERED_HASH_SET_TYPE", "ORDERED_NAME_DICTIONARY_TYPE",
+            "REGISTERED_SYMBOL_TABLE_TYPE", "SIMPLE_NUMBER_DICTIONARY_TYPE")
+# Classes whose fields an instance type's own class inherits, and the
+# metadata's field names V8's snapshot spells otherwise.
+_PARENTS = {"JS_MAP_TYPE": ("JSCollection",), "JS_SET_TYPE": ("JSCollection",),
+            "JS_WEAK_MAP_TYPE": ("JSWeakCollection",), "JS_WEAK_SET_TYPE": ("JSWeakCollection",)}
+_JS_PARENTS = ("JSObject", "JSReceiver")
+_V8_NAMES = {"raw_properties_or_hash": "properties", "raw_feedback_cell": "feedback_cell",
+             "bound_target_function": "bound_function", "bound_arguments": "bindings"}
+_NOT_FIELDS = ("map", "internal_fields")  # the map word; where embedder fields start
+
+
+def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
+    """How V8 names the strong slots of objects of map m that nothing else
+    named: (by index, {}) for its FixedArrays and hash tables, else (False,
+    byte offset -> field name) from the metadata's fields of the object's class."""
+    key = (id(prog), m)
+    got = _slot_rules.get(key)
+    if got is not None:
+        return got
+    from ..v8.typenames import class_of
+    h = prog.heap
+    t = _map_type(h, m)
+    name = h.type_name(t) if t >= 0 else ""
+    fields: dict[int, str] = {}
+    if name in _INDEXED:
+        got = (True, fields)
+    else:
+        js = t >= h.md.types.get("JS_PROXY_TYPE", 1 << 16)
+        classes = ((class_of(name),) + _PARENTS.get(name, ())
+                   + (_JS_PARENTS if js else ())) if name else ()
+        for c in classes:
+            for (k, f), o in h.md.fields.items():
+                if k == c and isinstance(o, int) and o % 8 == 0 and f not in _NOT_FIELDS:
+                    fields.setdefault(o, _V8_NAMES.get(f, f))
+        got = (False, fields)
+    if len(_slot_rules) > MAX_PROPERTY_MAPS:
+        _slot_rules.clear()
+    _slot_rules[key] = got
+    return got
+
+
+def _internal_names(prog: Program, g: gmod.Graph, src, off, node_map, kinds, names,
+                    strings: StringTable) -> None:
+    """V8's `internal` edges among the slots still `hidden`: a FixedArray's or
+    hash table's by index (ExtractFixedArrayReferences), another object's by
+    its field's name (a Map's `table`, a sliced string's `parent`, ...)."""
+    np = gmod.numpy()
+    hid = np.flatnonzero((kinds == gmod.E_HIDDEN) & (src >= g.first_object))
+    if not len(hid):
+        return
+    maps = node_map[src[hid]]
+    order = np.argsort(maps, kind="stable")
+    um, starts = np.unique(maps[order], return_index=True)
+    bounds = np.append(starts, len(order))
+    slot0 = prog.heap.o_fa_data
+    for k, m in enumerate(um.tolist()):
+        if not m:
+            continue
+        indexed, fields = _slot_rule(prog, int(m))
+        sel = hid[order[bounds[k]:bounds[k + 1]]]
+        offs = off[sel].astype(np.int64)
+        if indexed:
+            sel, offs = sel[offs >= slot0], offs[offs >= slot0]
+            nums, inv = np.unique((offs - slot0) // 8, return_inverse=True)
+            kinds[sel] = gmod.E_INTERNAL
+            names[sel] = np.array([strings.add(str(x)) for x in nums.tolist()],
+                                  dtype=np.uint32)[inv]
+            continue
+        for o, label in fields.items():
+            hit = sel[offs == o]
+            if len(hit):
+                kinds[hit] = gmod.E_INTERNAL
+                names[hit] = strings.add(label)
 _weak_maps: dict[tuple[int, int], str] = {}
 
 

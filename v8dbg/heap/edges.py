@@ -445,6 +445,71 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
 
 
 @dataclass
+class Named:
+    """One edge of one object, as V8's snapshot types and names it."""
+
+    kind: int  # V8's HeapGraphEdge::Type
+    name: str  # a property's key, a variable's name, a field's; an index as digits
+    to: int  # graph node
+    edge: int  # the graph's edge, -1 for one that is no slot (an element, a global's property)
+    offset: int  # byte offset of the slot in the object, -1 for no slot
+
+    def label(self) -> str:
+        """The edge as findjsrefs and jsretainers show it: `key`, `[index]`,
+        `closure:name`, or the offset of a slot V8 numbers `hidden`."""
+        if self.kind == gmod.E_ELEMENT:
+            return f"[{self.name}]"
+        if self.kind == gmod.E_CONTEXT:
+            return f"closure:{self.name}"
+        if self.kind == gmod.E_HIDDEN:
+            return f"<internal slot +{self.offset}>"
+        return self.name
+
+
+def named_edges(prog: Program, g: gmod.Graph, nodes: list[int]) -> dict[int, list[Named]]:
+    """The outgoing edges of a few heap objects (graph nodes), typed and named
+    by the rules the snapshot writer uses: their slots' edges, and the
+    element and global property edges V8 makes besides (extra_edges)."""
+    np = gmod.numpy()
+    h = prog.heap
+    js_first = h.md.types.get("JS_PROXY_TYPE", 1 << 16)
+    fe = g.first_edge
+    nodes = sorted({int(n) for n in nodes if g.first_object <= n < g.nodes})
+    node_map = np.zeros(g.nodes, dtype=np.uint64)
+    is_js = np.zeros(g.nodes, dtype=bool)
+    for n in nodes:
+        # Each object's map, and its targets' (an element store is told by its map).
+        for i in [n] + g.edge_to[fe[n]:fe[n + 1]].astype(np.int64).tolist():
+            if i >= g.first_object and not node_map[i]:
+                try:
+                    node_map[i] = h.map_of(int(g.node_addr[i]))
+                except (DecodeError, TargetMemoryError):
+                    pass
+        t = _map_type(h, int(node_map[n])) if node_map[n] else -1
+        is_js[n] = t >= js_first
+    strings = StringTable()
+    out: dict[int, list[Named]] = {}
+    for n in nodes:
+        lo, hi = int(fe[n]), int(fe[n + 1])
+        src = np.full(hi - lo, n, dtype=np.int64)
+        typed = type_edges(prog, g, src, lo, hi, node_map, is_js, strings)
+        out[n] = [Named(k, strings.items[x] if k not in (gmod.E_ELEMENT, gmod.E_HIDDEN)
+                        else str(x), t, lo + j, o)
+                  for j, (k, x, t, o) in enumerate(zip(
+                      typed.kinds.tolist(), typed.names.tolist(),
+                      g.edge_to[lo:hi].astype(np.int64).tolist(),
+                      g.edge_name[lo:hi].astype(np.int64).tolist()))]
+    if nodes:
+        xe = extra_edges(prog, g, np.ones(g.nodes, dtype=bool), node_map, is_js, strings)
+        for n, k, x, t in zip(xe.src.tolist(), xe.kinds.tolist(), xe.names.tolist(),
+                              xe.to.tolist()):
+            if n in out:
+                out[n].append(Named(k, str(x) if k == gmod.E_ELEMENT else strings.items[x],
+                                    t, -1, -1))
+    return out
+
+
+@dataclass
 class BufferData:
     """V8's `system / JSArrayBufferData` nodes: one per backing store of a
     kept ArrayBuffer (buffers sharing a store share the node), its self size

@@ -19,7 +19,7 @@ from ..heap.groups import groups, instances, proxies
 from ..heap.isolates import Isolate, choose, isolates
 from ..heap.nodeinfo import node_info
 from ..heap.paths import retainers
-from ..heap.refs import RefFinder
+from ..heap.refs import refs as find_refs
 from ..heap.shapes import Shapes
 from ..program import Program
 from .base import ArgumentError, Progress, Result, Session, command, hexaddr
@@ -299,12 +299,19 @@ def _findjsrefs(p: argparse.ArgumentParser):
         _check_object(prog, target)
         iso = _pick(prog, args, target)
         _census(prog, iso.heap)
-        refs = RefFinder(prog, iso.heap).refs(target)
+        line = Progress("following references")
+        try:
+            found = find_refs(prog, iso.heap, target, progress=line)
+        finally:
+            line.done()
+        refs = found.refs
         data = {"target": hexaddr(target),
                 "refs": [{"holder": hexaddr(r.holder), "holder_type": r.holder_type,
                           "constructor": r.constructor, "via": r.via,
                           **({"name": r.name} if r.name is not None else {})} for r in refs],
                 "isolate": iso.to_json()}
+        if found.notes:
+            data["notes"] = found.notes
         lines = []
         for r in refs:
             who = r.constructor or r.holder_type
@@ -312,6 +319,7 @@ def _findjsrefs(p: argparse.ArgumentParser):
                 who = f"[{who}: {r.name}]" if r.name else f"[{who} (anonymous)]"
             lines.append(f"{hexaddr(r.holder)} {r.holder_type:8} {who} {r.via}")
         lines.append(f"{len(refs)} references to {hexaddr(target)}")
+        lines.extend(f"note: {n}" for n in found.notes)
         lines.append(_where(prog, iso))
         return Result(data, "\n".join(lines))
 

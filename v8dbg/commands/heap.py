@@ -286,8 +286,9 @@ def _check_object(prog: Program, target: int) -> None:
 
 
 @command("findjsrefs", "objects that hold a reference to an object",
-         "Find every live object with a slot pointing at ADDR and say how it holds "
-         "it: a property, an array index, a closure variable, a Map or Set entry.")
+         "Find every object with a reference to ADDR and say how it holds it, naming "
+         "the edge as V8's heap snapshot does: a property, an array index, a closure "
+         "variable, a field, a Map's or Set's table slot.")
 def _findjsrefs(p: argparse.ArgumentParser):
     p.add_argument("--json", action="store_true", help="print one line of JSON")
     p.add_argument("addr", metavar="ADDR", help="the object (a tagged pointer)")
@@ -331,9 +332,9 @@ def _findjsrefs(p: argparse.ArgumentParser):
 @command("jsretainers", "why an object is alive: its shortest retaining paths from a GC root",
          "Print the shortest chains of references from a GC root to the object at ADDR "
          "(as DevTools' Retainers view), shortest first: one path through each object "
-         "that holds it directly. Each step names the edge that holds the next: a "
-         "property, an array index, a Map or Set entry, a closure variable, or V8's "
-         "field name. Weak references never retain.")
+         "that holds it directly. Each step names the edge that holds the next as "
+         "V8's heap snapshot does: a property, an array index, a closure variable, "
+         "a field, an internal array's slot. Weak references never retain.")
 def _jsretainers(p: argparse.ArgumentParser):
     p.add_argument("-n", type=int, default=DEFAULT_PATHS, metavar="N",
                    help=f"show at most N paths (default {DEFAULT_PATHS})")

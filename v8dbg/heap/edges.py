@@ -6,7 +6,8 @@ property, an element, a context variable, an internal field) and files the
 rest, which its indexed visitor meets after the named ones, as `hidden`
 edges numbered in visiting order, and every weak slot as a `weak` edge
 numbered likewise. This module gives the graph's edges those kinds and
-names, in bulk, for whatever writes or shows them:
+names, in bulk, for whatever writes or shows them (jsheapsnapshot's file;
+findjsrefs and jsretainers through `named_edges`, a few objects' edges):
 
 - the map word: `internal` edge `map`, as V8 names it for every object;
 - an in-object property of a JS object, by its map's descriptors:
@@ -14,6 +15,11 @@ names, in bulk, for whatever writes or shows them:
 - a Context's variables (function, script and module contexts), by its
   ScopeInfo: `context` edges named by the variable; its first two slots
   `internal` edges `scope_info` and `previous`;
+- a FixedArray's or hash table's slot: `internal`, named by its index, as
+  V8's ExtractFixedArrayReferences names them (a Map's table's entries);
+- another object's field: `internal`, named by the metadata's name of the
+  field in its class (a Map's `table`, a sliced string's `parent`, a bound
+  function's `bound_function`), in V8's spelling where it differs;
 - every other strong slot: `hidden`, its index among the object's edges;
 - a weak slot: `weak`, likewise, named as a string; a WeakRef's and a
   WeakCell's by their field (`target`, `unregister_token`), an ephemeron
@@ -28,12 +34,6 @@ besides its edge to the backing store), from a global object to its
 properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
-
-- a FixedArray's or hash table's slot: `internal`, named by its index, as
-  V8's ExtractFixedArrayReferences names them (a Map's table's entries);
-- another object's field: `internal`, named by the metadata's name of the
-  field in its class (a Map's `table`, a sliced string's `parent`, a bound
-  function's `bound_function`), in V8's spelling where it differs.
 
 What V8 names besides (out-of-object properties, embedder fields) stays
 `hidden` here: the edge exists, only its name is V8's index rather than

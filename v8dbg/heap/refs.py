@@ -146,8 +146,8 @@ def refs(prog: Program, heap: int, target: int, cap: int = MAX_REF_HITS,
         else:
             lift.append(s)
     if len(lift) > MAX_LIFT:
-        notes.append(f"{len(lift)} internal arrays hold the target: the owners of the first "
-                     f"{MAX_LIFT} are looked up")
+        notes.append(f"{len(lift)} of V8's internal objects hold the target: the owners of "
+                     f"the first {MAX_LIFT} are looked up")
     out.extend(_lifted(prog, g, ob, t, lift[:MAX_LIFT], named))
     seen = set()
     uniq = []

@@ -20,7 +20,9 @@ the snapshot does not:
   so stale words of C++ frames keep no garbage alive);
 - jsretainers of Leak 7 gives the Map chain first, with its edge names, and
   the longer audit chain after it, each path starting at one of V8's own
-  (GC roots) sub-roots as the same core's V8 snapshot names them;
+  (GC roots) sub-roots as the same core's V8 snapshot names them; the
+  names along the Map chain are those memlab's trace of Leak 7 gives on
+  V8's own file (from the global object on);
 - jsretainers of a Garbage object says it is garbage (no path);
 - an address that is no object is one clear error line.
 """
@@ -128,9 +130,10 @@ def test_retaining_paths(frontend: str, version: str) -> None:
         assert p[-1]["address"] == leak and p[-1]["constructor"] == "Leak"
     # Both chains are held through exactly known roots, not conservatively found ones.
     assert first[0]["constructor"] != "(Native roots)" != second[0]["constructor"]
-    assert [s["edge"] for s in first[-4:]] == \
-        ["leakRegistry", "map value of key 'sessions'", "[7]", "leak"], first
-    assert [s["constructor"] for s in first[-5:]] == ["global", "Map", "Array", "Holder", "Leak"]
+    # V8's edges: the Map's `table`, the table's slot 6 (entry 0's value).
+    assert [s["edge"] for s in first[-5:]] == ["leakRegistry", "table", "6", "[7]", "leak"], first
+    assert [s["constructor"] for s in first[-6:]] == \
+        ["global", "Map", None, "Array", "Holder", "Leak"]
     assert [s["edge"] for s in second[-6:]] == ["audit", "a", "b", "c", "d", "e"], second
     assert second[-7]["constructor"] == "global"
     assert len(first) < len(second)
@@ -230,3 +233,45 @@ def test_precise_roots_keep_no_garbage(version: str) -> None:
     expected = read_json(d, "expected-leakchain.json")
     assert total["Garbage"] >= expected["garbage_n"] and names["Garbage"] == 0, (names, total)
     assert names["Leak"] == total["Leak"] == expected["leak_n"], (names, total)
+
+
+def _v8_trace(version: str) -> list[str]:
+    """memlab's retainer trace of Leak 7 on V8's own snapshot, as the edges
+    after the root's shortcut to the global object, written as jsretainers
+    writes them (`[i]` for an element, `closure:NAME` for a context variable)."""
+    import re
+    from test_heapsnapshot import MEMLAB, _memlab_trace
+    import heapsnapshot
+    if not MEMLAB.exists():
+        pytest.skip("memlab missing: run scripts/setup.sh")
+    path = leak_dir(version) / read_json(leak_dir(version), "expected-leakchain.json")["snapshot"]
+    s = heapsnapshot.read(path)
+    prop = s.edge_types.index("property")
+    leak7 = [i for i in range(len(s.ids)) if s.name(i) == "Leak"
+             and any(int(s.edge_type[e]) == prop and s.strings[int(s.edge_name[e])] == "payload"
+                     and s.name(int(s.edge_to[e])) == "leak-7"
+                     for e in range(int(s.first_edge[i]), int(s.first_edge[i + 1])))]
+    assert len(leak7) == 1, leak7
+    steps = _memlab_trace(path, int(s.ids[leak7[0]]))
+    assert "[Leak] (object)" in steps[-1], steps
+    edges = [re.match(r"^--(.*) \((\w+)\)--->", x) for x in steps]
+    kinds = [m.group(2) if m else None for m in edges]
+    assert "shortcut" in kinds, steps
+    out = []
+    for m in edges[kinds.index("shortcut") + 1:]:
+        name, kind = m.group(1), m.group(2)
+        out.append(f"[{name}]" if kind == "element" else
+                   f"closure:{name}" if kind == "context" else name)
+    return out
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_path_edges_as_v8_file(frontend: str, version: str) -> None:
+    """The first retaining path of Leak 7, from the global object on, names
+    each edge as memlab's trace of the same object on V8's own snapshot of
+    the same heap: V8's direct element and global property edges taken, the
+    Map's table a step of its own."""
+    first = json_line(outputs(frontend, version)[1], "jsretainers")["paths"][0]
+    at = max(i for i, s in enumerate(first) if s["constructor"] == "global")
+    assert [s["edge"] for s in first[at + 1:]] == _v8_trace(version), first

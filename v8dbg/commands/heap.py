@@ -19,7 +19,7 @@ from ..heap.groups import groups, instances, proxies
 from ..heap.isolates import Isolate, choose, isolates
 from ..heap.nodeinfo import node_info
 from ..heap.paths import retainers
-from ..heap.refs import RefFinder
+from ..heap.refs import refs as find_refs
 from ..heap.shapes import Shapes
 from ..program import Program
 from .base import ArgumentError, Progress, Result, Session, command, hexaddr
@@ -298,8 +298,9 @@ def _check_object(prog: Program, target: int) -> None:
 
 
 @command("findjsrefs", "objects that hold a reference to an object",
-         "Find every live object with a slot pointing at ADDR and say how it holds "
-         "it: a property, an array index, a closure variable, a Map or Set entry.")
+         "Find every object with a reference to ADDR and say how it holds it, naming "
+         "the edge as V8's heap snapshot does: a property, an array index, a closure "
+         "variable, a field, a Map's or Set's table slot.")
 def _findjsrefs(p: argparse.ArgumentParser):
     p.add_argument("--json", action="store_true", help="print one line of JSON")
     p.add_argument("addr", metavar="ADDR", help="the object (a tagged pointer)")
@@ -311,12 +312,19 @@ def _findjsrefs(p: argparse.ArgumentParser):
         _check_object(prog, target)
         iso = _pick(prog, args, target)
         _census(prog, iso.heap)
-        refs = RefFinder(prog, iso.heap).refs(target)
+        line = Progress("following references")
+        try:
+            found = find_refs(prog, iso.heap, target, progress=line)
+        finally:
+            line.done()
+        refs = found.refs
         data = {"target": hexaddr(target),
                 "refs": [{"holder": hexaddr(r.holder), "holder_type": r.holder_type,
                           "constructor": r.constructor, "via": r.via,
                           **({"name": r.name} if r.name is not None else {})} for r in refs],
                 "isolate": iso.to_json()}
+        if found.notes:
+            data["notes"] = found.notes
         lines = []
         for r in refs:
             who = r.constructor or r.holder_type
@@ -324,6 +332,7 @@ def _findjsrefs(p: argparse.ArgumentParser):
                 who = f"[{who}: {r.name}]" if r.name else f"[{who} (anonymous)]"
             lines.append(f"{hexaddr(r.holder)} {r.holder_type:8} {who} {r.via}")
         lines.append(f"{len(refs)} references to {hexaddr(target)}")
+        lines.extend(f"note: {n}" for n in found.notes)
         lines.append(_where(prog, iso))
         return Result(data, "\n".join(lines))
 
@@ -335,9 +344,9 @@ def _findjsrefs(p: argparse.ArgumentParser):
 @command("jsretainers", "why an object is alive: its shortest retaining paths from a GC root",
          "Print the shortest chains of references from a GC root to the object at ADDR "
          "(as DevTools' Retainers view), shortest first: one path through each object "
-         "that holds it directly. Each step names the edge that holds the next: a "
-         "property, an array index, a Map or Set entry, a closure variable, or V8's "
-         "field name. Weak references never retain.")
+         "that holds it directly. Each step names the edge that holds the next as "
+         "V8's heap snapshot does: a property, an array index, a closure variable, "
+         "a field, an internal array's slot. Weak references never retain.")
 def _jsretainers(p: argparse.ArgumentParser):
     p.add_argument("-n", type=int, default=DEFAULT_PATHS, metavar="N",
                    help=f"show at most N paths (default {DEFAULT_PATHS})")

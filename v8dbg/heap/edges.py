@@ -6,7 +6,8 @@ property, an element, a context variable, an internal field) and files the
 rest, which its indexed visitor meets after the named ones, as `hidden`
 edges numbered in visiting order, and every weak slot as a `weak` edge
 numbered likewise. This module gives the graph's edges those kinds and
-names, in bulk, for whatever writes or shows them:
+names, in bulk, for whatever writes or shows them (jsheapsnapshot's file;
+findjsrefs and jsretainers through `named_edges`, a few objects' edges):
 
 - the map word: `internal` edge `map`, as V8 names it for every object;
 - an in-object property of a JS object, by its map's descriptors:
@@ -14,6 +15,11 @@ names, in bulk, for whatever writes or shows them:
 - a Context's variables (function, script and module contexts), by its
   ScopeInfo: `context` edges named by the variable; its first two slots
   `internal` edges `scope_info` and `previous`;
+- a FixedArray's or hash table's slot: `internal`, named by its index, as
+  V8's ExtractFixedArrayReferences names them (a Map's table's entries);
+- another object's field: `internal`, named by the metadata's name of the
+  field in its class (a Map's `table`, a sliced string's `parent`, a bound
+  function's `bound_function`), in V8's spelling where it differs;
 - every other strong slot: `hidden`, its index among the object's edges;
 - a weak slot: `weak`, likewise, named as a string; a WeakRef's and a
   WeakCell's by their field (`target`, `unregister_token`), an ephemeron
@@ -32,8 +38,8 @@ to its properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
 
-What V8 names besides (internal fields, native contexts' and most
-internal objects' fields) stays `hidden` here: the edge exists, only its
+What V8 names besides (native contexts' and most internal objects'
+fields, embedder fields) stays `hidden` here: the edge exists, only its
 name is V8's index rather than its field name.
 """
 
@@ -138,11 +144,92 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
                 if len(hit):
                     kinds[hit] = gmod.E_PROPERTY
                     names[hit] = strings.add(key)
+    _internal_names(prog, g, src, off, node_map, kinds, names, strings)
     del to
     return Typed(kinds, names, strings.items)
 
 
 _cache: dict[tuple[int, int], dict[int, str]] = {}
+_slot_rules: dict[tuple[int, int], tuple[bool, dict[int, str]]] = {}
+
+# The hash tables and arrays V8's snapshot generator takes for FixedArrays:
+# each strong slot an `internal` edge named by its index.
+_INDEXED = ("FIXED_ARRAY_TYPE", "HASH_TABLE_TYPE", "GLOBAL_DICTIONARY_TYPE",
+            "NAME_DICTIONARY_TYPE", "NAME_TO_INDEX_HASH_TABLE_TYPE", "NUMBER_DICTIONARY_TYPE",
+            "ORDERED_HASH_MAP_TYPE", "ORDERED_HASH_SET_TYPE", "ORDERED_NAME_DICTIONARY_TYPE",
+            "REGISTERED_SYMBOL_TABLE_TYPE", "SIMPLE_NUMBER_DICTIONARY_TYPE")
+# Classes whose fields an instance type's own class inherits, and the
+# metadata's field names V8's snapshot spells otherwise.
+_PARENTS = {"JS_MAP_TYPE": ("JSCollection",), "JS_SET_TYPE": ("JSCollection",),
+            "JS_WEAK_MAP_TYPE": ("JSWeakCollection",), "JS_WEAK_SET_TYPE": ("JSWeakCollection",)}
+_JS_PARENTS = ("JSObject", "JSReceiver")
+_V8_NAMES = {"raw_properties_or_hash": "properties", "raw_feedback_cell": "feedback_cell",
+             "bound_target_function": "bound_function", "bound_arguments": "bindings"}
+_NOT_FIELDS = ("map", "internal_fields")  # the map word; where embedder fields start
+
+
+def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
+    """How V8 names the strong slots of objects of map m that nothing else
+    named: (by index, {}) for its FixedArrays and hash tables, else (False,
+    byte offset -> field name) from the metadata's fields of the object's class."""
+    key = (id(prog), m)
+    got = _slot_rules.get(key)
+    if got is not None:
+        return got
+    from ..v8.typenames import class_of
+    h = prog.heap
+    t = _map_type(h, m)
+    name = h.type_name(t) if t >= 0 else ""
+    fields: dict[int, str] = {}
+    if name in _INDEXED:
+        got = (True, fields)
+    else:
+        js = t >= h.md.types.get("JS_PROXY_TYPE", 1 << 16)
+        classes = ((class_of(name),) + _PARENTS.get(name, ())
+                   + (_JS_PARENTS if js else ())) if name else ()
+        for c in classes:
+            for (k, f), o in h.md.fields.items():
+                if k == c and isinstance(o, int) and o % 8 == 0 and f not in _NOT_FIELDS:
+                    fields.setdefault(o, _V8_NAMES.get(f, f))
+        got = (False, fields)
+    if len(_slot_rules) > MAX_PROPERTY_MAPS:
+        _slot_rules.clear()
+    _slot_rules[key] = got
+    return got
+
+
+def _internal_names(prog: Program, g: gmod.Graph, src, off, node_map, kinds, names,
+                    strings: StringTable) -> None:
+    """V8's `internal` edges among the slots still `hidden`: a FixedArray's or
+    hash table's by index (ExtractFixedArrayReferences), another object's by
+    its field's name (a Map's `table`, a sliced string's `parent`, ...)."""
+    np = gmod.numpy()
+    hid = np.flatnonzero((kinds == gmod.E_HIDDEN) & (src >= g.first_object))
+    if not len(hid):
+        return
+    maps = node_map[src[hid]]
+    order = np.argsort(maps, kind="stable")
+    um, starts = np.unique(maps[order], return_index=True)
+    bounds = np.append(starts, len(order))
+    slot0 = prog.heap.o_fa_data
+    for k, m in enumerate(um.tolist()):
+        if not m:
+            continue
+        indexed, fields = _slot_rule(prog, int(m))
+        sel = hid[order[bounds[k]:bounds[k + 1]]]
+        offs = off[sel].astype(np.int64)
+        if indexed:
+            sel, offs = sel[offs >= slot0], offs[offs >= slot0]
+            nums, inv = np.unique((offs - slot0) // 8, return_inverse=True)
+            kinds[sel] = gmod.E_INTERNAL
+            names[sel] = np.array([strings.add(str(x)) for x in nums.tolist()],
+                                  dtype=np.uint32)[inv]
+            continue
+        for o, label in fields.items():
+            hit = sel[offs == o]
+            if len(hit):
+                kinds[hit] = gmod.E_INTERNAL
+                names[hit] = strings.add(label)
 _weak_maps: dict[tuple[int, int], str] = {}
 
 
@@ -592,6 +679,79 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
                     add(i, name, [node])
                 else:
                     accessor(i, name, node)
+
+
+# A key's edge to its value in a WeakMap (no slot of the key): V8 names it
+# after the pair and the table ("part of key ... pair in WeakMap ..."); one
+# object's edges are shown with this shorter name.
+EPHEMERON_LABEL = "<WeakMap value of this key>"
+
+
+@dataclass
+class Named:
+    """One edge of one object, as V8's snapshot types and names it."""
+
+    kind: int  # V8's HeapGraphEdge::Type
+    name: str  # a property's key, a variable's name, a field's; an index as digits
+    to: int  # graph node
+    edge: int  # the graph's edge, -1 for one that is no slot (an element, a global's property)
+    offset: int  # byte offset of the slot in the object, -1 for no slot
+
+    def label(self) -> str:
+        """The edge as findjsrefs and jsretainers show it: `key`, `[index]`,
+        `closure:name`, or the offset of a slot V8 numbers `hidden`."""
+        if self.kind == gmod.E_ELEMENT:
+            return f"[{self.name}]"
+        if self.kind == gmod.E_CONTEXT:
+            return f"closure:{self.name}"
+        if self.kind == gmod.E_HIDDEN:
+            return f"<internal slot +{self.offset}>"
+        return self.name
+
+
+def named_edges(prog: Program, g: gmod.Graph, nodes: list[int]) -> dict[int, list[Named]]:
+    """The outgoing edges of a few heap objects (graph nodes), typed and named
+    by the rules the snapshot writer uses: their slots' edges, and the
+    element and global property edges V8 makes besides (extra_edges)."""
+    np = gmod.numpy()
+    h = prog.heap
+    js_first = h.md.types.get("JS_PROXY_TYPE", 1 << 16)
+    fe = g.first_edge
+    nodes = sorted({int(n) for n in nodes if g.first_object <= n < g.nodes})
+    node_map = np.zeros(g.nodes, dtype=np.uint64)
+    is_js = np.zeros(g.nodes, dtype=bool)
+    for n in nodes:
+        # Each object's map, and its targets' (an element store is told by its map).
+        for i in [n] + g.edge_to[fe[n]:fe[n + 1]].astype(np.int64).tolist():
+            if i >= g.first_object and not node_map[i]:
+                try:
+                    node_map[i] = h.map_of(int(g.node_addr[i]))
+                except (DecodeError, TargetMemoryError):
+                    pass
+        t = _map_type(h, int(node_map[n])) if node_map[n] else -1
+        is_js[n] = t >= js_first
+    strings = StringTable()
+    out: dict[int, list[Named]] = {}
+    for n in nodes:
+        lo, hi = int(fe[n]), int(fe[n + 1])
+        src = np.full(hi - lo, n, dtype=np.int64)
+        typed = type_edges(prog, g, src, lo, hi, node_map, is_js, strings)
+        out[n] = [Named(gmod.E_INTERNAL, EPHEMERON_LABEL, t, lo + j, -1)
+                  if o == gmod.EPHEMERON else
+                  Named(k, strings.items[x] if k not in (gmod.E_ELEMENT, gmod.E_HIDDEN)
+                        else str(x), t, lo + j, o)
+                  for j, (k, x, t, o) in enumerate(zip(
+                      typed.kinds.tolist(), typed.names.tolist(),
+                      g.edge_to[lo:hi].astype(np.int64).tolist(),
+                      g.edge_name[lo:hi].astype(np.int64).tolist()))]
+    if nodes:
+        xe = extra_edges(prog, g, np.ones(g.nodes, dtype=bool), node_map, is_js, strings)
+        for n, k, x, t in zip(xe.src.tolist(), xe.kinds.tolist(), xe.names.tolist(),
+                              xe.to.tolist()):
+            if n in out:
+                out[n].append(Named(k, str(x) if k == gmod.E_ELEMENT else strings.items[x],
+                                    t, -1, -1))
+    return out
 
 
 @dataclass

@@ -1,30 +1,31 @@
-"""Which live objects hold a reference to an object, and through what: a
-property, an element, a closure variable, or one of the fields V8's heap
-snapshot names as an edge.
+"""Which objects hold a reference to an object, and through what: a view of
+the heap graph's edges into it, named by edges.py as V8's heap snapshot
+names them (a property, an element `[i]`, a closure variable, a field).
+
+An internal array between a JS object and the value (an array's elements,
+a global's property dictionary and cell, a Map's table, a bound function's
+arguments) is no holder a user knows: the JS object or context that owns it
+is reported, by the edge V8 makes from it straight to the value (an
+element, a global's property) or else by its edge to the array and the
+array's to the value (`table[6]`, `bindings[0]`).
 """
 
 from __future__ import annotations
 
-import bisect
-import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError
-from ..v8 import pages, slots
-from ..v8.scopes import ScopeInfo
-from . import census, refedges
+from ..v8 import slots
+from . import edges as emod
+from . import graph as gmod
 
 if TYPE_CHECKING:
     from ..program import Program
 
-
-def _hex(v: int | None) -> str | None:
-    return None if v is None else f"0x{v:x}"
-
-
-MAX_REF_HITS = 10000
-MAX_LIFT = 64  # internal arrays whose owner findjsrefs looks up
+MAX_REF_HITS = 10000  # holders reported
+MAX_LIFT = 64  # internal arrays whose owners are looked up
+MAX_OWNERS = 64  # owners of one internal array looked at
 
 
 @dataclass
@@ -36,201 +37,177 @@ class Ref:
     name: str | None = None  # a function holder's name (`fn.name`, or the one V8 inferred)
 
 
-class RefFinder:
-    def __init__(self, prog: Program, heap: int) -> None:
-        self.prog = prog
-        self.c = census.of(prog, heap)
+@dataclass
+class Refs:
+    target: int
+    refs: list[Ref]
+    notes: list[str] = field(default_factory=list)  # caps hit
+
+
+# A holder's kind in the words of the VALUE `type` jsprint --json gives it.
+_KINDS = {"JS_ARRAY_TYPE": "array", "JS_MAP_TYPE": "map", "JS_SET_TYPE": "set",
+          "JS_WEAK_MAP_TYPE": "map", "JS_WEAK_SET_TYPE": "set", "JS_REG_EXP_TYPE": "regexp",
+          "JS_DATE_TYPE": "date", "JS_ERROR_TYPE": "error", "JS_PROMISE_TYPE": "promise",
+          "JS_PROXY_TYPE": "proxy", "JS_PRIMITIVE_WRAPPER_TYPE": "boxed",
+          "JS_ARRAY_BUFFER_TYPE": "arraybuffer", "JS_TYPED_ARRAY_TYPE": "typedarray",
+          "JS_DATA_VIEW_TYPE": "typedarray", "JS_RAB_GSAB_DATA_VIEW_TYPE": "typedarray"}
+
+
+class Objects:
+    """What findjsrefs and jsretainers say of an object: its kind and constructor."""
+
+    def __init__(self, prog: Program) -> None:
         self.sh = prog.shapes
         self.v = self.sh.v
         self.h = self.sh.h
         md = self.h.md
-        self.t = md.types
         self.ctx_lo = md.consts.get("FirstContextType", -1)
         self.ctx_hi = md.consts.get("LastContextType", -2)
         self.js_first = md.types.get("JS_PROXY_TYPE", 1024)
         self.cells = slots.wrapper_types(self.h)
-        self._starts: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = {}
-        self._pages = sorted(self.c.pages, key=lambda p: p.start)
-        self._page_starts = [p.start for p in self._pages]
 
-    def holders(self, target: int, cap: int = MAX_REF_HITS) -> list[tuple[int, int]]:
-        """(object, slot address) for each live object slot holding `target`."""
-        pat = struct.pack("<Q", target)
-        out: list[tuple[int, int]] = []
-        for p in self._pages:
-            try:
-                data = pages.bulk(self.prog).read(p.start, p.end - p.start)
-            except Exception:
-                continue
-            data = bytes(data)
-            pos = data.find(pat)
-            hits = []
-            while pos >= 0 and len(hits) < cap:
-                if pos % 8 == 0:
-                    hits.append(p.start + pos)
-                pos = data.find(pat, pos + 1)
-            for slot in hits:
-                obj = self._object_at(p, slot)
-                if obj is not None and obj != target:
-                    out.append((obj, slot))
-            if len(out) >= cap:
-                break
-        return out
-
-    def _object_at(self, p: pages.Page, addr: int) -> int | None:
-        ent = self._starts.get(p.address)
-        if ent is None:
-            objs = census.object_starts(self.prog, p)
-            ent = ([a - 1 for a, _m, _s in objs], objs)
-            if len(self._starts) > 256:
-                self._starts.clear()
-            self._starts[p.address] = ent
-        keys, objs = ent
-        i = bisect.bisect_right(keys, addr) - 1
-        if i < 0:
-            return None
-        a, _m, size = objs[i]
-        if a - 1 < addr < a - 1 + 8 * size:  # not the map word: a reference slot
-            return a
-        return None
-
-    def itype(self, obj: int) -> int:
-        return self.h.instance_type(obj)
-
-    def refs(self, target: int) -> list[Ref]:
-        out: list[Ref] = []
-        lifted = 0
-        for obj, slot in self.holders(target):
-            try:
-                t = self.itype(obj)
-            except (DecodeError, TargetMemoryError):
-                continue
-            if t >= self.js_first:
-                out.extend(self._from_receiver(obj, t, target, slot))
-            elif self.ctx_lo <= t <= self.ctx_hi:
-                out.extend(self._from_context(obj, slot))
-            elif t in self.cells:
-                # A context cell wraps one closure variable: the context holds it.
-                for ctx, cslot in self.holders(obj, 16):
-                    if self.ctx_lo <= self.itype(ctx) <= self.ctx_hi:
-                        out.extend(self._from_context(ctx, cslot))
-            elif self.h.is_string_type(t) and refedges.field_name(self.h, obj, t, slot):
-                out.append(Ref(obj, "string", None, refedges.field_name(self.h, obj, t, slot)
-                               or "?"))
-            elif lifted < MAX_LIFT:
-                lifted += 1
-                out.extend(self._lift(obj, t, target, slot))
-        seen = set()
-        uniq = []
-        for r in out:
-            k = (r.holder, r.via)
-            if k not in seen:
-                seen.add(k)
-                uniq.append(r)
-        return uniq
-
-    def _ctor(self, obj: int) -> str | None:
+    def itype(self, addr: int) -> int:
         try:
-            return self.sh.shape(self.h.map_of(obj), obj).constructor
+            return self.h.instance_type(addr)
+        except (DecodeError, TargetMemoryError):
+            return -1
+
+    def is_js(self, addr: int) -> bool:
+        return self.itype(addr) >= self.js_first
+
+    def is_context(self, addr: int) -> bool:
+        return self.ctx_lo <= self.itype(addr) <= self.ctx_hi
+
+    def kind(self, t: int, closure: bool = False) -> str:
+        """The contract's holder_type: `function` for every closure (bound ones
+        too), `context`, `string`, else the VALUE type of a JS holder (`object`
+        for the rest) or V8's instance type name."""
+        if t < 0:
+            return "?"
+        if self.h.is_string_type(t):
+            return "string"
+        if self.ctx_lo <= t <= self.ctx_hi:
+            return "context"
+        if t < self.js_first:
+            return self.h.type_name(t)
+        if closure:
+            return "function"
+        return _KINDS.get(self.h.type_name(t), "object")
+
+    def ctor(self, addr: int) -> str | None:
+        try:
+            return self.sh.shape(self.h.map_of(addr), addr).constructor
         except (DecodeError, TargetMemoryError):
             return None
 
-    def _ref(self, obj: int, t: int, via: str) -> Ref:
-        """A reference from JS object obj (of instance type t), a function named."""
+    def ref(self, addr: int, via: str) -> Ref:
+        """A reference from addr, a JS holder with its constructor, a function named."""
+        t = self.itype(addr)
+        if t < self.js_first:
+            return Ref(addr, self.kind(t), None, via)
         closure = self.sh.is_closure_type(t)
-        name = self.v.callable_name(obj) if closure else None
-        return Ref(obj, refedges.holder_kind(self.h, t, closure), self._ctor(obj), via, name)
+        name = self.v.callable_name(addr) if closure else None
+        return Ref(addr, self.kind(t, closure), self.ctor(addr), via, name)
 
-    def _from_receiver(self, obj: int, t: int, target: int, slot: int) -> list[Ref]:
-        for pr in self._props(obj):
-            if pr.value == target and not pr.accessor:
-                return [self._ref(obj, t, self.v.key_text(pr.key, 200) or "?")]
-        off = slot - (obj - 1)
-        via = refedges.field_name(self.h, obj, t, slot) or f"<internal slot +{off}>"
-        return [self._ref(obj, t, via)]
 
-    def _props(self, obj: int):
-        try:
-            return self.v.own_properties(obj, 4096)
-        except (DecodeError, TargetMemoryError):
-            return []
+def _into(g: gmod.Graph, node: int):
+    """The strong edges into a node."""
+    np = gmod.numpy()
+    return np.flatnonzero((g.edge_to == node) & (g.edge_type != gmod.E_WEAK))
 
-    def _from_context(self, ctx: int, slot: int) -> list[Ref]:
-        index = (slot - (ctx - 1) - 16) // 8
-        name = f"<slot {index}>"
-        try:
-            si = self.h.array_get(ctx, 0)
-            for loc in ScopeInfo(self.h, self.v.s, si).context_locals():
-                if loc.slot == index:
-                    name = loc.name
-                    break
-        except (DecodeError, TargetMemoryError):
-            pass
-        return [Ref(ctx, "context", None, f"closure:{name}")]
 
-    def _lift(self, arr: int, t: int, target: int, slot: int) -> list[Ref]:
-        """Who owns an internal array (elements, property array, Map/Set table)."""
-        index = (slot - (arr - 1) - 16) // 8
-        out = []
-        om, os_ = self.t.get("ORDERED_HASH_MAP_TYPE"), self.t.get("ORDERED_HASH_SET_TYPE")
-        for owner, _s in self.holders(arr, 64):
-            try:
-                ot = self.itype(owner)
-            except (DecodeError, TargetMemoryError):
+def refs(prog: Program, heap: int, target: int, cap: int = MAX_REF_HITS,
+         progress=None) -> Refs:
+    """The objects with a strong edge to target, each with that edge's name."""
+    from ..errors import V8DbgError
+    g = gmod.build(prog, heap, progress)
+    t = g.index(target)
+    if t is None:
+        raise V8DbgError(f"0x{target:x} is not the address of an object of this heap")
+    ob = Objects(prog)
+    notes: list[str] = []
+    hits = _into(g, t)
+    srcs: list[int] = []
+    for e in hits.tolist():
+        s = gmod.source(g, e)
+        if s >= g.first_object and s != t and (not srcs or srcs[-1] != s):
+            srcs.append(s)
+    if len(srcs) > cap:
+        notes.append(f"{len(srcs)} objects hold the target: only the first {cap} are shown")
+        srcs = srcs[:cap]
+    named = emod.named_edges(prog, g, srcs)
+    out: list[Ref] = []
+    lift: list[int] = []
+    for s in srcs:
+        addr = int(g.node_addr[s])
+        if ob.is_js(addr) or ob.is_context(addr) or ob.h.is_string_type(ob.itype(addr)):
+            out.extend(ob.ref(addr, n.label()) for n in named[s]
+                       if n.to == t and n.kind != gmod.E_WEAK)
+        else:
+            lift.append(s)
+    if len(lift) > MAX_LIFT:
+        notes.append(f"{len(lift)} of V8's internal objects hold the target: the owners of "
+                     f"the first {MAX_LIFT} are looked up")
+    out.extend(_lifted(prog, g, ob, t, lift[:MAX_LIFT], named))
+    seen = set()
+    uniq = []
+    for r in out:
+        k = (r.holder, r.via)
+        if k not in seen:
+            seen.add(k)
+            uniq.append(r)
+    return Refs(target, uniq, notes)
+
+
+def _lifted(prog: Program, g: gmod.Graph, ob: Objects, t: int, arrays: list[int],
+            named: dict[int, list[emod.Named]]) -> list[Ref]:
+    """The JS objects and contexts that own internal arrays holding t (up to
+    two arrays deep: a global's dictionary and property cell), each by its
+    own edge straight to t when V8 makes one, else through the array."""
+    owners: dict[int, list[int]] = {}  # array -> its owners (and arrays one level up)
+    up: list[int] = []
+    for a in arrays:
+        srcs = sorted({gmod.source(g, e) for e in _into(g, a)[:MAX_OWNERS].tolist()})
+        owners[a] = [s for s in srcs if s >= g.first_object and s != a]
+        up.extend(owners[a])
+    deeper = [s for s in set(up) if not _user_visible(ob, int(g.node_addr[s]))]
+    for a in deeper:
+        srcs = sorted({gmod.source(g, e) for e in _into(g, a)[:MAX_OWNERS].tolist()})
+        owners[a] = [s for s in srcs if s >= g.first_object and s != a]
+        up.extend(owners[a])
+    named.update(emod.named_edges(prog, g, [s for s in set(up) if s not in named]))
+    out: list[Ref] = []
+    for a in arrays:
+        inner = [n for n in named[a] if n.to == t and n.kind != gmod.E_WEAK]
+        for o in owners[a]:
+            oaddr = int(g.node_addr[o])
+            if not _user_visible(ob, oaddr):
+                # Two arrays deep: only an owner's edge straight to t names it.
+                for o2 in owners.get(o, []):
+                    out.extend(ob.ref(int(g.node_addr[o2]), n.label()) for n in named[o2]
+                               if n.to == t and n.edge < 0)
                 continue
-            if ot < self.js_first:
+            direct = [n for n in named[o] if n.to == t and n.edge < 0]
+            if direct:
+                out.extend(ob.ref(oaddr, n.label()) for n in direct)
                 continue
-            name = self.h.type_name(ot)
-            if t in (om, os_) and name in ("JS_MAP_TYPE", "JS_SET_TYPE"):
-                kind = "map" if name == "JS_MAP_TYPE" else "set"
-                out.append(self._ref(owner, ot, self._table_via(arr, index, kind)))
-                continue
-            elems = self.h.field(owner, "JSObject", "elements")
-            props = self.h.field(owner, "JSReceiver", "raw_properties_or_hash")
-            named = refedges.field_name(self.h, owner, ot, _s)
-            if named and named not in ("elements", "raw_properties_or_hash"):
-                # An array one field of the owner holds (a bound function's arguments).
-                out.append(self._ref(owner, ot, f"{named}[{index}]"))
-            elif elems == arr:
-                out.append(self._ref(owner, ot, self._element_via(arr, t, index)))
-            elif props == arr:
-                via = "?"
-                for pr in self._props(owner):
-                    if pr.value == target and not pr.accessor:
-                        via = self.v.key_text(pr.key, 200) or "?"
-                        break
-                out.append(self._ref(owner, ot, via))
-        return out
+            a_addr = int(g.node_addr[a])
+            for n in (x for x in named[o] if x.to == a):
+                if ob.itype(a_addr) in ob.cells:
+                    # A context cell wraps one closure variable: the context holds it.
+                    out.append(ob.ref(oaddr, n.label()))
+                else:
+                    out.extend(ob.ref(oaddr, f"{n.label()}{_sub(i)}") for i in inner)
+    return out
 
-    def _element_via(self, arr: int, t: int, index: int) -> str:
-        if t == self.t.get("NUMBER_DICTIONARY_TYPE"):
-            # Entries of 3 slots after 4 header/prefix slots: the key precedes the value.
-            try:
-                key = self.h.array_get(arr, index - 1)
-                if self.h.is_smi(key):
-                    return f"[{self.h.smi(key)}]"
-            except TargetMemoryError:
-                pass
-            return "[?]"
-        return f"[{index}]"
 
-    def _table_via(self, table: int, index: int, kind: str) -> str:
-        try:
-            buckets = self.h.smi(self.h.array_get(table, 2))
-        except TargetMemoryError:
-            return kind
-        width = 3 if kind == "map" else 2
-        rel = index - 3 - buckets
-        if rel < 0:
-            return kind
-        entry, part = divmod(rel, width)
-        if kind == "set":
-            return f"set entry {entry}"
-        if part == 0:
-            return f"map key (entry {entry})"
-        try:
-            key = self.h.array_get(table, 3 + buckets + entry * width)
-            text = self.v.key_text(key, 60) if self.h.is_heap(key) or self.h.is_smi(key) else None
-        except (DecodeError, TargetMemoryError):
-            text = None
-        return f"map value of key {text!r}" if text is not None else f"map value (entry {entry})"
+def _sub(n: emod.Named) -> str:
+    """An internal array's edge as a subscript of the edge that holds the array."""
+    if n.kind == gmod.E_INTERNAL and n.name.isdigit():
+        return f"[{n.name}]"
+    return f".{n.label()}"
+
+
+def _user_visible(ob: Objects, addr: int) -> bool:
+    """A holder findjsrefs names: a JS object or a context."""
+    return ob.is_js(addr) or ob.is_context(addr)

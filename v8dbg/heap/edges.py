@@ -77,6 +77,7 @@ class StringTable:
     def __init__(self) -> None:
         self.index: dict[str, int] = {}
         self.items: list[str] = []
+        self._numbers: Any = None  # number -> index of its string, -1 where none yet
 
     def add(self, s: str) -> int:
         i = self.index.get(s)
@@ -84,6 +85,37 @@ class StringTable:
             i = self.index[s] = len(self.items)
             self.items.append(s)
         return i
+
+    def add_numbers(self, nums) -> Any:
+        """The indices of the decimal strings of `nums` (non-negative
+        integers, a NumPy array), the new ones added in ascending order. An
+        array's slots are named by their index: a million-slot array names
+        a million edges, and most pieces of the graph name the same few."""
+        np = gmod.numpy()
+        nums = np.asarray(nums, dtype=np.int64)
+        if not len(nums):
+            return np.zeros(0, dtype=np.uint32)
+        top = int(nums.max()) + 1
+        have = 0 if self._numbers is None else len(self._numbers)
+        if have < top:
+            grown = np.full(max(top, 2 * have), -1, dtype=np.int64)
+            if have:
+                grown[:have] = self._numbers
+            self._numbers = grown
+        ids = self._numbers[nums]
+        miss = ids < 0
+        if miss.any():
+            new = np.unique(nums[miss])
+            index, items, got = self.index, self.items, []
+            for x in map(str, new.tolist()):
+                i = index.get(x)
+                if i is None:
+                    i = index[x] = len(items)
+                    items.append(x)
+                got.append(i)
+            self._numbers[new] = got
+            ids = self._numbers[nums]
+        return ids.astype(np.uint32)
 
 
 def in_object_names(prog: Program, m: int) -> dict[int, str]:
@@ -97,8 +129,9 @@ def in_object_names(prog: Program, m: int) -> dict[int, str]:
 
 
 def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
-               is_js, strings: StringTable) -> Typed:
-    """Kinds and names of edges lo .. hi-1 of the graph, whose sources are `src`.
+               is_js, strings: StringTable, kinds_only: bool = False) -> Typed:
+    """Kinds and names of edges lo .. hi-1 of the graph, whose sources are `src`
+    (with `kinds_only`, arrays' slots are not given their names).
 
     node_map: the map of each node (0 for synthetic ones); is_js: per node,
     whether it is a JS object (whose in-object properties get their names)."""
@@ -118,9 +151,7 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
     # A weak edge's name is a string in V8's files, also when it is a number.
     weak = np.flatnonzero(gtype == gmod.E_WEAK)
     if len(weak):
-        nums, inv = np.unique(names[weak], return_inverse=True)
-        names[weak] = np.array([strings.add(str(x)) for x in nums.tolist()],
-                               dtype=np.uint32)[inv]
+        names[weak] = strings.add_numbers(names[weak])
         _weak_names(prog, weak[~synthetic[weak]], src, off, node_map, names, strings)
     _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
                    strings)
@@ -144,7 +175,7 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
                 if len(hit):
                     kinds[hit] = gmod.E_PROPERTY
                     names[hit] = strings.add(key)
-    _internal_names(prog, g, src, off, node_map, kinds, names, strings)
+    _internal_names(prog, g, src, off, node_map, kinds, names, strings, kinds_only)
     del to
     return Typed(kinds, names, strings.items)
 
@@ -199,7 +230,7 @@ def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
 
 
 def _internal_names(prog: Program, g: gmod.Graph, src, off, node_map, kinds, names,
-                    strings: StringTable) -> None:
+                    strings: StringTable, kinds_only: bool = False) -> None:
     """V8's `internal` edges among the slots still `hidden`: a FixedArray's or
     hash table's by index (ExtractFixedArrayReferences), another object's by
     its field's name (a Map's `table`, a sliced string's `parent`, ...)."""
@@ -220,10 +251,9 @@ def _internal_names(prog: Program, g: gmod.Graph, src, off, node_map, kinds, nam
         offs = off[sel].astype(np.int64)
         if indexed:
             sel, offs = sel[offs >= slot0], offs[offs >= slot0]
-            nums, inv = np.unique((offs - slot0) // 8, return_inverse=True)
             kinds[sel] = gmod.E_INTERNAL
-            names[sel] = np.array([strings.add(str(x)) for x in nums.tolist()],
-                                  dtype=np.uint32)[inv]
+            if not kinds_only:
+                names[sel] = strings.add_numbers((offs - slot0) // 8)
             continue
         for o, label in fields.items():
             hit = sel[offs == o]
@@ -325,6 +355,15 @@ def _js_field_names(prog: Program, m: int) -> dict[int, str]:
     return out
 
 
+def _source_maps(np, srcs, node_map) -> tuple[Any, Any]:
+    """The distinct maps of edges' sources and, per edge, its source's among
+    them (np.unique's), sorting the sources' range of nodes rather than the
+    edges: a piece of the graph has several edges a node."""
+    a, b = int(srcs.min()), int(srcs.max()) + 1
+    um, inv = np.unique(node_map[a:b], return_inverse=True)
+    return um, inv[srcs - a]
+
+
 def _field_names(prog: Program, cand, src, off, node_map, kinds, names,
                  strings: StringTable) -> None:
     """Name the JS objects' fields V8 names (`internal` edges), by map."""
@@ -332,8 +371,7 @@ def _field_names(prog: Program, cand, src, off, node_map, kinds, names,
     sel = np.flatnonzero(cand)
     if not len(sel):
         return
-    maps = node_map[src[sel]]
-    um, inv = np.unique(maps, return_inverse=True)
+    um, inv = _source_maps(np, src[sel], node_map)
     for k, m in enumerate(um.tolist()):
         named = _js_field_names(prog, int(m))
         if not named:
@@ -399,8 +437,7 @@ def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand,
     sel = np.flatnonzero(cand & (gtype != gmod.E_WEAK))
     if not len(sel):
         return
-    maps = node_map[src[sel]]
-    um, inv = np.unique(maps, return_inverse=True)
+    um, inv = _source_maps(np, src[sel], node_map)
     kind = np.array([_context_kind(prog, int(m)) for m in um.tolist()], dtype=np.uint8)[inv]
     sel, kind = sel[kind != _NO], kind[kind != _NO]
     if not len(sel):

@@ -48,3 +48,17 @@ def test_end_without_its_start_is_not_a_run() -> None:
             Hit(AFTER, 3, 30, 8192 + WQ)])  # another w ends: not this job's end
     j.join(final=True)
     assert j.done == [] and j.unjoined() == {5: 1}
+
+
+def test_earlier_job_of_a_reused_request_is_untimed_not_lost() -> None:
+    """A job that ran before the probes were placed, whose request address a
+    later job reuses: the later run takes the later record, the earlier job
+    is counted untimed (not dropped)."""
+    j = Joiner(BEFORE, AFTER, WQ)
+    w = 0x5000
+    j.lines([f"@tpq {w} 9 1000"])  # ran unseen: no hits
+    j.lines([f"@tpq {w} 9 5000000"])
+    j.hits(run(1, w, 6_000_000, 46_000_000))
+    j.join(final=True)
+    assert [(t.key, t.wait_us, t.run_us) for t in j.done] == [(9, 1000, 40000)]
+    assert j.unjoined() == {9: 1} and j.held == 0

@@ -83,6 +83,7 @@ class Joiner:
     dropped: int = 0  # records past MAX_PENDING
     lost: int = 0  # hits the kernel could not write (a ring full)
     newest: int = 0
+    unseen: dict[int, int] = field(default_factory=dict)  # key -> jobs whose run no probe saw
 
     def lines(self, lines: list[str]) -> None:
         for ln in lines:
@@ -121,6 +122,10 @@ class Joiner:
             q = self.queued.get(w)
             rec = None
             while q and q[0][0] <= start:
+                if rec is not None:
+                    # An earlier job of the same request address that ran
+                    # unseen (before the probes were placed): not timed.
+                    self.unseen[rec[1]] = self.unseen.get(rec[1], 0) + 1
                 rec = q.popleft()
                 self.held -= 1
             if q is not None and not q:
@@ -136,7 +141,7 @@ class Joiner:
     def unjoined(self) -> dict[int, int]:
         """Queue records no run claimed (still running when tracing stopped,
         or run on a pool thread that started during the trace), by key."""
-        out: dict[int, int] = {}
+        out: dict[int, int] = dict(self.unseen)
         for q in self.queued.values():
             for _t, key in q:
                 out[key] = out.get(key, 0) + 1

@@ -168,13 +168,8 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
             named = _names(prog, int(m))
             if not named:
                 continue
-            sel = cand[order[bounds[k]:bounds[k + 1]]]
-            offs = off[sel].astype(np.int64)
-            for o, key in named.items():
-                hit = sel[offs == o]
-                if len(hit):
-                    kinds[hit] = gmod.E_PROPERTY
-                    names[hit] = strings.add(key)
+            _name_slots(cand[order[bounds[k]:bounds[k + 1]]], off, named, gmod.E_PROPERTY,
+                        kinds, names, strings)
     _internal_names(prog, g, src, off, node_map, kinds, names, strings, kinds_only)
     del to
     return Typed(kinds, names, strings.items)
@@ -355,6 +350,18 @@ def _js_field_names(prog: Program, m: int) -> dict[int, str]:
     return out
 
 
+def _name_slots(sel, off, named: dict[int, str], kind: int, kinds, names,
+                strings: StringTable) -> None:
+    """Edges `sel` (of objects of one map) at the byte offsets `named` holds
+    get that kind and name."""
+    offs = off[sel].astype(gmod.numpy().int64)
+    for o, label in named.items():
+        hit = sel[offs == o]
+        if len(hit):
+            kinds[hit] = kind
+            names[hit] = strings.add(label)
+
+
 def _source_maps(np, srcs, node_map) -> tuple[Any, Any]:
     """The distinct maps of edges' sources and, per edge, its source's among
     them (np.unique's), sorting the sources' range of nodes rather than the
@@ -376,13 +383,7 @@ def _field_names(prog: Program, cand, src, off, node_map, kinds, names,
         named = _js_field_names(prog, int(m))
         if not named:
             continue
-        e = sel[inv == k]
-        o = off[e].astype(np.int64)
-        for at, label in named.items():
-            hit = e[o == at]
-            if len(hit):
-                kinds[hit] = gmod.E_INTERNAL
-                names[hit] = strings.add(label)
+        _name_slots(sel[inv == k], off, named, gmod.E_INTERNAL, kinds, names, strings)
 
 
 _scopes: dict[tuple[int, int], dict[int, str]] = {}

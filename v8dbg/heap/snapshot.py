@@ -98,8 +98,7 @@ class _Namer:
                                            self.md.types.get("JS_PROXY_TYPE", 1 << 16))
         self.per_map: dict[int, tuple[int, int | None, str]] = {}
         self.seq: dict[int, bool | None] = {}
-        self.sfi_names: dict[int, str] = {}
-        self.own_names: dict[int, str] = {}
+        self.sfi_names: dict[tuple[int, bool], str] = {}  # (sfi, own name?) -> name
 
     def of_map(self, m: int) -> tuple[int, int | None, str]:
         """(node type, name index or None when named per object, per-object rule)."""
@@ -168,27 +167,23 @@ class _Namer:
         return got
 
     def _debug_name(self, sfi: int) -> str:
-        """A SharedFunctionInfo's name, read once for it and all its closures
-        ('' when it cannot be read)."""
-        got = self.sfi_names.get(sfi)
-        if got is None:
-            try:
-                got = self.v.f.debug_name(sfi)
-            except (DecodeError, TargetMemoryError):
-                got = ""
-            self.sfi_names[sfi] = got
-        return got
+        """A SharedFunctionInfo's name (its inferred one where it has no own
+        name), read once for it and all its closures."""
+        return self._sfi_name(sfi, False)
 
     def _own_name(self, sfi: int) -> str:
         """A SharedFunctionInfo's own name (never an inferred one, as V8 names
-        closures), read once for all its closures ('' when unreadable)."""
-        got = self.own_names.get(sfi)
+        closures), read once for all its closures."""
+        return self._sfi_name(sfi, True)
+
+    def _sfi_name(self, sfi: int, own: bool) -> str:
+        got = self.sfi_names.get((sfi, own))
         if got is None:
             try:
-                got = self.v.f.name(sfi)
+                got = self.v.f.name(sfi) if own else self.v.f.debug_name(sfi)
             except (DecodeError, TargetMemoryError):
-                got = ""
-            self.own_names[sfi] = got
+                got = ""  # unreadable: V8's name of an anonymous function
+            self.sfi_names[(sfi, own)] = got
         return got
 
     def of_object(self, rule: str, addr: int, m: int) -> int:

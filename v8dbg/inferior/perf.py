@@ -227,14 +227,19 @@ class PerfSampler:
             self.refresh_threads()
 
     def refresh_threads(self) -> list[int]:
+        return self._open_new(thread_ids(self.pid))
+
+    def _open_new(self, tids: list[int]) -> list[int]:
+        """Open the events of those of `tids` not open or let go yet; the
+        threads opened (one gone meanwhile is left out)."""
         new = []
-        for tid in thread_ids(self.pid):
+        for tid in tids:
             if tid in self.rings or tid in self.released:
                 continue
             try:
                 self.open(tid)
             except V8DbgError:
-                continue  # gone meanwhile
+                continue
             new.append(tid)
         return new
 

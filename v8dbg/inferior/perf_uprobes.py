@@ -88,16 +88,7 @@ class UprobeEvents(PerfSampler):
                     self._close(t)
                     self.released.add(t)
                 tids = [t for t in tids if t in named]
-        new = []
-        for tid in tids:
-            if tid in self.rings or tid in self.released:
-                continue
-            try:
-                self.open(tid)
-            except V8DbgError:
-                continue  # gone meanwhile
-            new.append(tid)
-        return new
+        return self._open_new(tids)
 
     def _uprobe_attr(self, offset: int) -> _Attr:
         a = _Attr()

@@ -98,7 +98,7 @@ class StringTable:
         top = int(nums.max()) + 1
         have = 0 if self._numbers is None else len(self._numbers)
         if have < top:
-            grown = np.full(max(top, 2 * have), -1, dtype=np.int64)
+            grown = np.full(max(top, 2 * have), -1, dtype=np.int32)
             if have:
                 grown[:have] = self._numbers
             self._numbers = grown
@@ -550,13 +550,8 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
     # Global objects: their properties' values, by name.
     globals_: list[int] = []
     if glob is not None:
-        mask = keep & is_js
-        mask[:g.first_object] = False
-        cand = np.flatnonzero(mask)
-        del mask
-        maps = np.unique(node_map[cand])
-        gm = [m for m in maps.tolist() if _map_type(h, m) == glob]
-        for i in cand[np.isin(node_map[cand], gm)].tolist():
+        found = gmod.global_objects(prog, g)
+        for i in found[keep[found]].tolist():
             globals_.append(i)
             try:
                 props = prog.values.own_properties(int(g.node_addr[i]), MAX_GLOBAL_PROPERTIES)

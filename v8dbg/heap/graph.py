@@ -275,6 +275,19 @@ def _page_slots(np, w, p, starts, sizes, data_kind, lo: int, hi: int):
     return owner, (pos - starts[owner]) * 8, val[pos], tag[pos] == 3
 
 
+def global_objects(prog: Program, g: "Graph") -> Any:
+    """The graph's nodes of its heap's global objects, ascending (the census
+    keeps their addresses: they are JS objects). The writer's shortcuts and
+    the dominator tree's root edges go to these."""
+    np = numpy()
+    t = prog.heap.md.types.get("JS_GLOBAL_OBJECT_TYPE")
+    addrs = [a for ms in census.of(prog, g.heap).maps.values()
+             if t is not None and ms.instance_type == t and ms.addresses is not None
+             for a in ms.addresses]
+    i = g.indices(np.asarray(addrs, dtype=np.uint64))
+    return np.sort(i[i >= 0])
+
+
 def build(prog: Program, heap: int, progress=None) -> Graph:
     """The graph of one heap; cached on the program until it runs again.
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import census
 from . import graph as graphmod
 from .dominators import DominatorTree, dominator_tree, essential_edges, set_retained
 from .groups import Group, members
@@ -41,23 +40,12 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
         garbage_edge = np.repeat(~seen, np.diff(g.first_edge))  # an edge from garbage
         # or into it: a live key's edge to the value of a dead WeakMap's entry
         garbage_edge |= ~seen[g.edge_to]
-        globals_ = global_objects(prog, heap, g)
+        globals_ = graphmod.global_objects(prog, g)
         ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, garbage_edge, globals_)
         del garbage_edge
         t = dominator_tree(g.first_edge, g.edge_to, ess, g.node_size, 0, globals_)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t
-
-
-def global_objects(prog: Program, heap: int, g: graphmod.Graph) -> Any:
-    """The graph's nodes of the heap's global objects (the census keeps their
-    addresses: they are JS objects)."""
-    np = graphmod.numpy()
-    t = prog.heap.md.types.get("JS_GLOBAL_OBJECT_TYPE")
-    addrs = [a for ms in census.of(prog, heap).maps.values()
-             if ms.instance_type == t and ms.addresses is not None for a in ms.addresses]
-    i = g.indices(np.asarray(addrs, dtype=np.uint64))
-    return i[i >= 0]
 
 
 def of_groups(prog: Program, heap: int, rows: list[Group], progress=None) -> list[int]:

@@ -17,9 +17,9 @@ from ..inferior.backend import proc_maps
 from ..inferior.elf import ElfFile
 from ..inferior.perf_uprobes import UprobeEvents
 from ..inferior.uprobes import cheap_entry
+from ..v8.layouts import POOL_THREAD_NAME
 from ..v8.probes import Sites
 
-POOL_THREAD = "libuv-worker"  # what the libuv of node 22 and later names its pool threads
 LINE = "@tpq"  # what the bpftrace program prints for each job to join
 GRACE_NS = 5_000_000_000  # a run no queue record claims within this is another job's
 MAX_PENDING = 1_000_000  # runs and queue records held unjoined at once
@@ -166,7 +166,7 @@ class WorkerTimer:
         ips = [runtime_address(pid, exe, o) for o in offs]  # type: ignore[arg-type]
         self.joiner = Joiner(ips[0], ips[1], ws.wq_off)
         self._make = lambda: UprobeEvents(pid, exe, offs, ws.reg,  # type: ignore[arg-type]
-                                          thread_name=POOL_THREAD)
+                                          thread_name=POOL_THREAD_NAME)
         self.events: UprobeEvents | None = None
         self.why: str | None = None  # why the probes could not be placed when needed
         # Opened once and closed at once: refused perf events are said at

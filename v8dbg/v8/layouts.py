@@ -839,6 +839,11 @@ def _http_sites(ns: str) -> dict[str, str]:
             "http_headers_complete": p + "FivEXadL_ZNS1_19on_headers_completeEvEEE3RawEP18llhttp__internal_s"}
 
 
+# What node 22 and later (its libuv) name the thread pool's threads; the
+# earlier lines leave them unnamed (then every thread but the main one is
+# taken for a pool thread).
+POOL_THREAD_NAME = "libuv-worker"
+
 TRACE_SITES: list[tuple[tuple[int, int], dict[str, Any]]] = [
     ((10, 1), {
         **_GC_SITES_OLD,

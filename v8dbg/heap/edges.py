@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError, TargetMemoryError
 from . import graph as gmod
+from .strtable import Items, StringTable
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -68,54 +69,7 @@ class Typed:
 
     kinds: Any  # uint8, V8's HeapGraphEdge::Type
     names: Any  # uint32
-    strings: list[str]
-
-
-class StringTable:
-    """Strings in first-use order, each once (a snapshot's `strings`)."""
-
-    def __init__(self) -> None:
-        self.index: dict[str, int] = {}
-        self.items: list[str] = []
-        self._numbers: Any = None  # number -> index of its string, -1 where none yet
-
-    def add(self, s: str) -> int:
-        i = self.index.get(s)
-        if i is None:
-            i = self.index[s] = len(self.items)
-            self.items.append(s)
-        return i
-
-    def add_numbers(self, nums) -> Any:
-        """The indices of the decimal strings of `nums` (non-negative
-        integers, a NumPy array), the new ones added in ascending order. An
-        array's slots are named by their index: a million-slot array names
-        a million edges, and most pieces of the graph name the same few."""
-        np = gmod.numpy()
-        nums = np.asarray(nums, dtype=np.int64)
-        if not len(nums):
-            return np.zeros(0, dtype=np.uint32)
-        top = int(nums.max()) + 1
-        have = 0 if self._numbers is None else len(self._numbers)
-        if have < top:
-            grown = np.full(max(top, 2 * have), -1, dtype=np.int32)
-            if have:
-                grown[:have] = self._numbers
-            self._numbers = grown
-        ids = self._numbers[nums]
-        miss = ids < 0
-        if miss.any():
-            new = np.unique(nums[miss])
-            index, items, got = self.index, self.items, []
-            for x in map(str, new.tolist()):
-                i = index.get(x)
-                if i is None:
-                    i = index[x] = len(items)
-                    items.append(x)
-                got.append(i)
-            self._numbers[new] = got
-            ids = self._numbers[nums]
-        return ids.astype(np.uint32)
+    strings: Items
 
 
 def in_object_names(prog: Program, m: int) -> dict[int, str]:

@@ -223,7 +223,7 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer
     addr = g.node_addr[nodes]
     um, inv = np.unique(maps[nodes], return_inverse=True)
     one_all = np.array([bool(namer.sequential(int(m))) for m in um.tolist()], dtype=bool)[inv]
-    index, items = namer.s.index, namer.s.items
+    index, add = namer.s.index, namer.s.add
     for p in pages:
         lo = int(np.searchsorted(addr, np.uint64(p.start)))
         hi = int(np.searchsorted(addr, np.uint64(p.end)))
@@ -254,10 +254,7 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer
                 continue
             text = raw[f:e].decode(_CODECS[c], "surrogatepass")
             i = index.get(text)
-            if i is None:
-                i = index[text] = len(items)
-                items.append(text)
-            out.append(i)
+            out.append(add(text) if i is None else i)
         nname[sel] = out
 
 
@@ -310,6 +307,27 @@ def _decimal(np, cols) -> bytes:
             keep[:, pos:pos + w - 1] = np.arange(w - 1)[None, :] >= lead[:, None]
         pos += w + 1
     return mat[keep].tobytes()[:-1]
+
+
+def _quoted(np, nums) -> bytes:
+    """Non-negative integers as the JSON strings `"1",\n"22",\n...` (a run of
+    the string table's numbers), formatted in bulk as `_decimal` does."""
+    n = len(nums)
+    if not n:
+        return b""
+    c = np.asarray(nums).astype(np.int64, copy=False)
+    w = len(str(int(c.max())))
+    mat = np.empty((n, w + 4), dtype=np.uint8)
+    mat[:, 0] = ord('"')
+    mat[:, 1:w + 1] = _digits(np, c, w)
+    mat[:, w + 1:] = np.frombuffer(b'",\n', dtype=np.uint8)
+    keep = np.ones((n, w + 4), dtype=bool)
+    if w > 1:
+        lead = np.zeros(n, dtype=np.int8)
+        for p in range(1, w):
+            lead += c < 10 ** p
+        keep[:, 1:w] = np.arange(w - 1)[None, :] >= lead[:, None]
+    return mat[keep].tobytes()[:-2]
 
 
 def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
@@ -660,10 +678,15 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         emit_raw(_decimal(np, [rows_l[o], vals[o, 0], vals[o, 1], vals[o, 2]]))
     emit("],\n\"strings\":[")
     items = strings.items
-    for a in range(0, len(items), CHUNK):
-        check_interrupted()
-        part = json.dumps(items[a:a + CHUNK], separators=(",\n", ":"))[1:-1]
-        emit(("" if a == 0 else ",\n") + part)
+    sep = ""
+    for part in items.parts:
+        for a in range(0, len(part), CHUNK):
+            check_interrupted()
+            if isinstance(part, list):
+                emit(sep + json.dumps(part[a:a + CHUNK], separators=(",\n", ":"))[1:-1])
+            else:
+                emit_raw(sep.encode() + _quoted(np, part[a:a + CHUNK]))
+            sep = ",\n"
     emit("]}\n")
     notes = list(g.root_notes) + xe.notes
     if c.damaged_pages:

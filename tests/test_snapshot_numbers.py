@@ -50,8 +50,8 @@ def test_quoted_equals_json() -> None:
 
 
 def test_string_table_as_a_list() -> None:
-    """Strings added one by one (numbers among them, "017" not one) and
-    numbers in bulk get the indices a list with a dictionary gives them."""
+    """Strings added one by one or by list (numbers among them, "017" not
+    one) and numbers in bulk get the indices a list with a dictionary gives them."""
     rng = random.Random(19)
     for _ in range(200):
         t, index, items = StringTable(), {}, []
@@ -63,10 +63,14 @@ def test_string_table_as_a_list() -> None:
             return index[s]
 
         for _ in range(30):
-            if rng.random() < 0.4:
-                s = rng.choice(["a", "0", "17", "017", "5", "\uff11", str(rng.randint(0, 300)),
-                                str(rng.randint(0, 10**9))])
-                assert t.add(s) == plain(s), s
+            r = rng.random()
+            if r < 0.6:
+                some = [rng.choice(["a", "0", "17", "017", "5", "\uff11", str(rng.randint(0, 300)),
+                                    str(rng.randint(0, 10**9))]) for _ in range(3)]
+                if r < 0.3:
+                    assert t.add(some[0]) == plain(some[0]), some[0]
+                else:
+                    assert t.add_all(some) == [plain(s) for s in some], some
             else:
                 top = rng.choice([10, 100, 1000])
                 nums = [rng.randint(0, top) for _ in range(rng.randint(0, 20))]

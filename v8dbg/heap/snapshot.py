@@ -223,7 +223,7 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer
     addr = g.node_addr[nodes]
     um, inv = np.unique(maps[nodes], return_inverse=True)
     one_all = np.array([bool(namer.sequential(int(m))) for m in um.tolist()], dtype=bool)[inv]
-    index, add = namer.s.index, namer.s.add
+    add_all = namer.s.add_all
     for p in pages:
         lo = int(np.searchsorted(addr, np.uint64(p.start)))
         hi = int(np.searchsorted(addr, np.uint64(p.end)))
@@ -245,17 +245,17 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer
         nb = np.minimum(np.maximum(lens, 0), MAX_NAME) * np.where(one, 1, 2)
         bad = (lens < 0) | (first + nb > offs + g.node_size[sel].astype(np.int64))
         raw = bytes(buf)
-        out = []
         codecs = np.where(one, 0, 1).tolist()
-        for j, (f, e, c, b) in enumerate(zip(first.tolist(), (first + nb).tolist(), codecs,
-                                              bad.tolist())):
-            if b:
-                out.append(namer.of_object("string", int(addr[lo + j]), int(maps[sel[j]])))
-                continue
-            text = raw[f:e].decode(_CODECS[c], "surrogatepass")
-            i = index.get(text)
-            out.append(add(text) if i is None else i)
-        nname[sel] = out
+        if not bad.any():
+            texts = [raw[f:e].decode(_CODECS[c], "surrogatepass")
+                     for f, e, c in zip(first.tolist(), (first + nb).tolist(), codecs)]
+            nname[sel] = add_all(texts)
+            continue
+        # Strings that are not all on the page: each read on its own, in order.
+        nname[sel] = [namer.of_object("string", int(addr[lo + j]), int(maps[sel[j]])) if b
+                      else add_all([raw[f:e].decode(_CODECS[c], "surrogatepass")])[0]
+                      for j, (f, e, c, b) in enumerate(zip(first.tolist(), (first + nb).tolist(),
+                                                           codecs, bad.tolist()))]
 
 
 _LUT: list = []  # the 4 ASCII digits of 0 .. 9999 as one little-endian word each, made once

@@ -99,6 +99,26 @@ class StringTable:
         i = self.index[s] = self.items.append(s)
         return i
 
+    def add_all(self, texts: list[str]) -> list[int]:
+        """The indices of `texts`, each added as `add` would (a heap's
+        strings, most of them new, in one loop)."""
+        index, items = self.index, self.items
+        out = []
+        for s in texts:
+            i = index.get(s)
+            if i is None:
+                if s.isdigit():
+                    i = self.add(s)
+                else:
+                    if not items.parts or not isinstance(items.parts[-1], list):
+                        items.append(s)
+                    else:
+                        items.parts[-1].append(s)
+                        items.n += 1
+                    i = index[s] = items.n - 1
+            out.append(i)
+        return out
+
     def add_numbers(self, nums) -> Any:
         """The indices of the decimal strings of `nums` (non-negative
         integers below MAX_NUMBER, a NumPy array), the new ones added in
@@ -125,7 +145,13 @@ class StringTable:
         ids = self._numbers[nums]
         miss = ids < 0
         if miss.any():
-            new = np.unique(nums[miss])
+            absent = nums[miss]
+            if len(absent) * 16 < len(self._numbers):
+                new = np.unique(absent)
+            else:  # many: marked in a table rather than sorted
+                seen = np.zeros(len(self._numbers), dtype=bool)
+                seen[absent] = True
+                new = np.flatnonzero(seen)
             first = self.items.extend_numbers(new)
             self._numbers[new] = np.arange(first, first + len(new), dtype=np.int32)
             ids = self._numbers[nums]

@@ -82,13 +82,48 @@ def in_object_names(prog: Program, m: int) -> dict[int, str]:
         return {}
 
 
+@dataclass
+class MapCodes:
+    """The distinct maps of the graph's nodes (ascending) and each node's
+    number among them, made once for a whole graph: its pieces' edges are
+    then grouped by their source's map with a sort of small integers rather
+    than of 64-bit words."""
+
+    maps: Any  # uint64, ascending
+    code: Any  # per node: uint16 (or uint32 past 65536 maps)
+
+    @classmethod
+    def of(cls, node_map) -> MapCodes:
+        np = gmod.numpy()
+        um = np.unique(node_map)
+        code = np.searchsorted(um, node_map)
+        return cls(um, code.astype(np.uint16 if len(um) <= 1 << 16 else np.uint32))
+
+
+def _by_map(np, sel, src, node_map, codes: MapCodes | None):
+    """(map, the edges of `sel` whose source has it, ascending) per distinct
+    map of their sources, maps ascending."""
+    if not len(sel):
+        return
+    if codes is None:
+        um, inv = _source_maps(np, src[sel], node_map)
+    else:
+        um, inv = codes.maps, codes.code[src[sel]]
+    order = np.argsort(inv, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(inv, minlength=len(um)))))
+    for k in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():
+        yield int(um[k]), sel[order[bounds[k]:bounds[k + 1]]]
+
+
 def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
-               is_js, strings: StringTable, kinds_only: bool = False) -> Typed:
+               is_js, strings: StringTable, kinds_only: bool = False,
+               codes: MapCodes | None = None) -> Typed:
     """Kinds and names of edges lo .. hi-1 of the graph, whose sources are `src`
     (with `kinds_only`, arrays' slots are not given their names).
 
     node_map: the map of each node (0 for synthetic ones); is_js: per node,
-    whether it is a JS object (whose in-object properties get their names)."""
+    whether it is a JS object (whose in-object properties get their names);
+    codes: node_map's MapCodes, where many pieces of one graph are typed."""
     np = gmod.numpy()
     to = g.edge_to[lo:hi]
     off = g.edge_name[lo:hi]
@@ -108,23 +143,16 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
         names[weak] = strings.add_numbers(names[weak])
         _weak_names(prog, weak[~synthetic[weak]], src, off, node_map, names, strings)
     _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
-                   strings)
+                   strings, codes)
     _field_names(prog, heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src], src, off,
-                 node_map, kinds, names, strings)
+                 node_map, kinds, names, strings, codes)
     # In-object properties of JS objects, by each map's descriptors.
     cand = np.flatnonzero(heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src])
-    if len(cand):
-        maps = node_map[src[cand]]
-        order = np.argsort(maps, kind="stable")
-        um, starts = np.unique(maps[order], return_index=True)
-        bounds = np.append(starts, len(order))
-        for k, m in enumerate(um.tolist()):
-            named = _names(prog, int(m))
-            if not named:
-                continue
-            _name_slots(cand[order[bounds[k]:bounds[k + 1]]], off, named, gmod.E_PROPERTY,
-                        kinds, names, strings)
-    _internal_names(prog, g, src, off, node_map, kinds, names, strings, kinds_only)
+    for m, sel in _by_map(np, cand, src, node_map, codes):
+        named = _names(prog, m)
+        if named:
+            _name_slots(sel, off, named, gmod.E_PROPERTY, kinds, names, strings)
+    _internal_names(prog, g, src, off, node_map, kinds, names, strings, kinds_only, codes)
     del to
     return Typed(kinds, names, strings.items)
 
@@ -179,24 +207,18 @@ def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
 
 
 def _internal_names(prog: Program, g: gmod.Graph, src, off, node_map, kinds, names,
-                    strings: StringTable, kinds_only: bool = False) -> None:
+                    strings: StringTable, kinds_only: bool = False,
+                    codes: MapCodes | None = None) -> None:
     """V8's `internal` edges among the slots still `hidden`: a FixedArray's or
     hash table's by index (ExtractFixedArrayReferences), another object's by
     its field's name (a Map's `table`, a sliced string's `parent`, ...)."""
     np = gmod.numpy()
     hid = np.flatnonzero((kinds == gmod.E_HIDDEN) & (src >= g.first_object))
-    if not len(hid):
-        return
-    maps = node_map[src[hid]]
-    order = np.argsort(maps, kind="stable")
-    um, starts = np.unique(maps[order], return_index=True)
-    bounds = np.append(starts, len(order))
     slot0 = prog.heap.o_fa_data
-    for k, m in enumerate(um.tolist()):
+    for m, sel in _by_map(np, hid, src, node_map, codes):
         if not m:
             continue
-        indexed, fields = _slot_rule(prog, int(m))
-        sel = hid[order[bounds[k]:bounds[k + 1]]]
+        indexed, fields = _slot_rule(prog, m)
         offs = off[sel].astype(np.int64)
         if indexed:
             sel, offs = sel[offs >= slot0], offs[offs >= slot0]
@@ -326,18 +348,13 @@ def _source_maps(np, srcs, node_map) -> tuple[Any, Any]:
 
 
 def _field_names(prog: Program, cand, src, off, node_map, kinds, names,
-                 strings: StringTable) -> None:
+                 strings: StringTable, codes: MapCodes | None = None) -> None:
     """Name the JS objects' fields V8 names (`internal` edges), by map."""
     np = gmod.numpy()
-    sel = np.flatnonzero(cand)
-    if not len(sel):
-        return
-    um, inv = _source_maps(np, src[sel], node_map)
-    for k, m in enumerate(um.tolist()):
-        named = _js_field_names(prog, int(m))
-        if not named:
-            continue
-        _name_slots(sel[inv == k], off, named, gmod.E_INTERNAL, kinds, names, strings)
+    for m, sel in _by_map(np, np.flatnonzero(cand), src, node_map, codes):
+        named = _js_field_names(prog, m)
+        if named:
+            _name_slots(sel, off, named, gmod.E_INTERNAL, kinds, names, strings)
 
 
 _scopes: dict[tuple[int, int], dict[int, str]] = {}
@@ -384,7 +401,7 @@ def _scope_names(prog: Program, si: int) -> dict[int, str]:
 
 
 def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand, node_map,
-                   kinds, names, strings: StringTable) -> None:
+                   kinds, names, strings: StringTable, codes: MapCodes | None = None) -> None:
     """V8's names of a Context's slots: `scope_info` and `previous` (internal),
     and in a declaration context each variable its ScopeInfo names (`context`
     edges), as V8's ExtractContextReferences makes them."""
@@ -392,8 +409,15 @@ def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand,
     sel = np.flatnonzero(cand & (gtype != gmod.E_WEAK))
     if not len(sel):
         return
-    um, inv = _source_maps(np, src[sel], node_map)
-    kind = np.array([_context_kind(prog, int(m)) for m in um.tolist()], dtype=np.uint8)[inv]
+    if codes is None:
+        um, inv = _source_maps(np, src[sel], node_map)
+        kind = np.array([_context_kind(prog, int(m)) for m in um.tolist()], dtype=np.uint8)[inv]
+    else:
+        inv = codes.code[src[sel]]
+        per = np.zeros(len(codes.maps), dtype=np.uint8)
+        for k in np.flatnonzero(np.bincount(inv, minlength=len(codes.maps))).tolist():
+            per[k] = _context_kind(prog, int(codes.maps[k]))
+        kind = per[inv]
     sel, kind = sel[kind != _NO], kind[kind != _NO]
     if not len(sel):
         return

@@ -32,7 +32,7 @@ from ..interrupt import check_interrupted
 from ..v8.layouts import heap_snapshot_meta
 from . import census
 from . import graph as gmod
-from .edges import Extra, StringTable, buffer_data, extra_edges, type_edges
+from .edges import Extra, MapCodes, StringTable, buffer_data, extra_edges, type_edges
 from .locations import Location, Locations
 
 if TYPE_CHECKING:
@@ -395,7 +395,7 @@ def _nonessential(np, prog: Program, g: gmod.Graph, maps) -> tuple[Any, Any]:
 
 
 def _left_out(np, prog: Program, g: gmod.Graph, src, lo: int, hi: int, maps, is_js,
-              strings: StringTable, nonessential) -> Any:
+              strings: StringTable, nonessential, codes: MapCodes) -> Any:
     """Which of edges lo .. hi-1 V8 leaves out (positions from lo; None if
     none): its slot edges (internal, hidden, weak) to the read-only objects
     that are no object of the program's, as IsEssentialObject has it; an
@@ -404,7 +404,8 @@ def _left_out(np, prog: Program, g: gmod.Graph, src, lo: int, hi: int, maps, is_
     cand = nonessential[to] & (src >= g.first_object)
     if not cand.any():
         return None
-    typed = type_edges(prog, g, src, lo, hi, maps, is_js, StringTable(), kinds_only=True)
+    typed = type_edges(prog, g, src, lo, hi, maps, is_js, StringTable(), kinds_only=True,
+                       codes=codes)
     slot = np.isin(typed.kinds, (gmod.E_INTERNAL, gmod.E_HIDDEN, gmod.E_WEAK))
     return np.flatnonzero(cand & slot)
 
@@ -559,6 +560,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     counts = np.zeros(g.nodes, dtype=np.int32)
     edge_chunks: list[tuple[int, int]] = []  # node ranges
     nonessential, hole = _nonessential(np, prog, g, maps)
+    codes = MapCodes.of(maps)
     dropped: dict[int, Any] = {}  # per chunk: its slot edges V8 leaves out
     for a in range(1, g.nodes, CHUNK):
         b = min(a + CHUNK, g.nodes)
@@ -566,7 +568,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         lo, hi = int(fe[a]), int(fe[b])
         src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
         ok = keep[src] & keep[g.edge_to[lo:hi]]
-        drop = _left_out(np, prog, g, src, lo, hi, maps, is_js, strings, nonessential)
+        drop = _left_out(np, prog, g, src, lo, hi, maps, is_js, strings, nonessential, codes)
         if drop is not None:
             dropped[a] = drop
             ok[drop] = False
@@ -655,7 +657,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         ok = keep[src] & keep[g.edge_to[lo:hi]]
         if a in dropped:
             ok[dropped[a]] = False
-        typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings)
+        typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings, codes=codes)
         eph.name_key_edges(lo, hi, typed)
         block = [typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]].astype(np.int64) * k]
         xa, xb = np.searchsorted(xe.src, [a, b])

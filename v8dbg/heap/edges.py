@@ -116,10 +116,13 @@ def _by_map(np, sel, src, node_map, codes: MapCodes | None):
 
 
 def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
-               is_js, strings: StringTable, kinds_only: bool = False,
+               is_js, strings: StringTable, slots_only=None,
                codes: MapCodes | None = None) -> Typed:
-    """Kinds and names of edges lo .. hi-1 of the graph, whose sources are `src`
-    (with `kinds_only`, arrays' slots are not given their names).
+    """Kinds and names of edges lo .. hi-1 of the graph, whose sources are `src`.
+
+    slots_only: a bool per edge; if given, all that is wanted is which of
+    those edges are slot edges (hidden, internal or weak) and which are a
+    property's or a context variable's: nothing else is named or told apart.
 
     node_map: the map of each node (0 for synthetic ones); is_js: per node,
     whether it is a JS object (whose in-object properties get their names);
@@ -139,20 +142,25 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
     names[is_map] = strings.add("map")
     # A weak edge's name is a string in V8's files, also when it is a number.
     weak = np.flatnonzero(gtype == gmod.E_WEAK)
-    if len(weak):
+    if len(weak) and slots_only is None:
         names[weak] = strings.add_numbers(names[weak])
         _weak_names(prog, weak[~synthetic[weak]], src, off, node_map, names, strings)
     _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
                    strings, codes)
-    _field_names(prog, heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src], src, off,
-                 node_map, kinds, names, strings, codes)
+    if slots_only is None:  # (hidden -> internal)
+        _field_names(prog, heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src], src, off,
+                     node_map, kinds, names, strings, codes)
     # In-object properties of JS objects, by each map's descriptors.
-    cand = np.flatnonzero(heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src])
+    cand = heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src]
+    if slots_only is not None:
+        cand &= slots_only
+    cand = np.flatnonzero(cand)
     for m, sel in _by_map(np, cand, src, node_map, codes):
         named = _names(prog, m)
         if named:
             _name_slots(sel, off, named, gmod.E_PROPERTY, kinds, names, strings)
-    _internal_names(prog, g, src, off, node_map, kinds, names, strings, kinds_only, codes)
+    if slots_only is None:  # (hidden -> internal)
+        _internal_names(prog, g, src, off, node_map, kinds, names, strings, codes)
     del to
     return Typed(kinds, names, strings.items)
 
@@ -207,8 +215,7 @@ def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
 
 
 def _internal_names(prog: Program, g: gmod.Graph, src, off, node_map, kinds, names,
-                    strings: StringTable, kinds_only: bool = False,
-                    codes: MapCodes | None = None) -> None:
+                    strings: StringTable, codes: MapCodes | None = None) -> None:
     """V8's `internal` edges among the slots still `hidden`: a FixedArray's or
     hash table's by index (ExtractFixedArrayReferences), another object's by
     its field's name (a Map's `table`, a sliced string's `parent`, ...)."""
@@ -223,8 +230,7 @@ def _internal_names(prog: Program, g: gmod.Graph, src, off, node_map, kinds, nam
         if indexed:
             sel, offs = sel[offs >= slot0], offs[offs >= slot0]
             kinds[sel] = gmod.E_INTERNAL
-            if not kinds_only:
-                names[sel] = strings.add_numbers((offs - slot0) // 8)
+            names[sel] = strings.add_numbers((offs - slot0) // 8)
             continue
         for o, label in fields.items():
             hit = sel[offs == o]

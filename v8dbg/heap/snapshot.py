@@ -404,7 +404,7 @@ def _left_out(np, prog: Program, g: gmod.Graph, src, lo: int, hi: int, maps, is_
     cand = nonessential[to] & (src >= g.first_object)
     if not cand.any():
         return None
-    typed = type_edges(prog, g, src, lo, hi, maps, is_js, StringTable(), kinds_only=True,
+    typed = type_edges(prog, g, src, lo, hi, maps, is_js, StringTable(), slots_only=cand,
                        codes=codes)
     slot = np.isin(typed.kinds, (gmod.E_INTERNAL, gmod.E_HIDDEN, gmod.E_WEAK))
     return np.flatnonzero(cand & slot)

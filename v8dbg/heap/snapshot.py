@@ -258,22 +258,33 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer
                                                            codecs, bad.tolist()))]
 
 
-_LUT: list = []  # the 4 ASCII digits of 0 .. 9999 as one little-endian word each, made once
+_LUT: list = []  # 4-digit groups as little-endian words, made once (see _digits)
 
 
 def _digits(np, c, w: int):
-    """The column's numbers as w ASCII digits each, zero-padded on the left:
-    an (n, w) byte matrix, four digits at a time from a table."""
+    """The column's numbers as w ASCII digits each, right-aligned, the bytes
+    left of a number's first digit 0 (not "0"): an (n, w) byte matrix made
+    four digits at a time from a table, whose zero bytes are then dropped
+    from the whole output at once rather than masked column by column."""
     if not _LUT:
         n = np.arange(10000)
-        _LUT.append(np.stack([48 + n // 1000, 48 + n // 100 % 10, 48 + n // 10 % 10,
-                              48 + n % 10], axis=1).astype(np.uint8).view("<u4").ravel())
+        full = np.stack([48 + n // 1000, 48 + n // 100 % 10, 48 + n // 10 % 10, 48 + n % 10],
+                        axis=1).astype(np.uint8)
+        top = full.copy()  # a number's first group: no leading zeros ("0" stays)
+        top[(n[:, None] < np.array([1000, 100, 10, 1])[None, :]) & (np.arange(4) < 3)] = 0
+        # 0 .. 9999: a group with digits above it; + 10000: the first; 20000: none.
+        _LUT.append(np.concatenate([full.view("<u4").ravel(), top.view("<u4").ravel(),
+                                    np.zeros(1, dtype="<u4")]))
     lut = _LUT[0]
     g = (w + 3) // 4
     words = np.empty((len(c), g), dtype="<u4")
-    q = c
+    q = c  # the number's digits down to group j
     for j in range(g - 1, -1, -1):
-        words[:, j] = lut[q % 10000]
+        if j == g - 1:
+            idx = np.where(q < 10000, q + 10000, q % 10000) if g > 1 else q + 10000
+        else:
+            idx = np.where(q < 10000, q + 10000 + 10000 * (q == 0), q % 10000)
+        words[:, j] = lut[idx]
         if j:
             q = q // 10000
     return words.view(np.uint8)[:, 4 * g - w:]
@@ -283,7 +294,7 @@ def _decimal(np, cols) -> bytes:
     """Rows of non-negative integers (parallel columns) as `1,22,333,...` in
     ASCII, row after row, formatted in bulk (the nodes and edges are most of a
     snapshot's bytes). Each column is as wide as its largest number, so that
-    the bytes made and then dropped (leading zeros) are few."""
+    the bytes made and then dropped (left of the first digit) are few."""
     n = len(cols[0])
     if not n:
         return b""
@@ -292,21 +303,14 @@ def _decimal(np, cols) -> bytes:
         return b",".join(_decimal(np, [c[a:a + ROWS] for c in cols]) for a in range(0, n, ROWS))
     cols = [np.asarray(c).astype(np.int64, copy=False) for c in cols]
     widths = [len(str(int(c.max()))) for c in cols]
-    total = sum(widths) + len(widths)
-    mat = np.empty((n, total), dtype=np.uint8)
-    keep = np.ones((n, total), dtype=bool)
+    mat = np.empty((n, sum(widths) + len(widths)), dtype=np.uint8)
     pos = 0
     for c, w in zip(cols, widths):
         mat[:, pos:pos + w] = _digits(np, c, w)
         mat[:, pos + w] = ord(",")
-        if w > 1:
-            # A number of d digits keeps the last d of its w.
-            lead = np.zeros(n, dtype=np.int8)
-            for p in range(1, w):
-                lead += c < 10 ** p
-            keep[:, pos:pos + w - 1] = np.arange(w - 1)[None, :] >= lead[:, None]
         pos += w + 1
-    return mat[keep].tobytes()[:-1]
+    flat = mat.ravel()
+    return flat[flat != 0].tobytes()[:-1]
 
 
 def _quoted(np, nums) -> bytes:
@@ -317,17 +321,14 @@ def _quoted(np, nums) -> bytes:
         return b""
     c = np.asarray(nums).astype(np.int64, copy=False)
     w = len(str(int(c.max())))
-    mat = np.empty((n, w + 4), dtype=np.uint8)
-    mat[:, 0] = ord('"')
-    mat[:, 1:w + 1] = _digits(np, c, w)
+    mat = np.zeros((n, w + 4), dtype=np.uint8)
     mat[:, w + 1:] = np.frombuffer(b'",\n', dtype=np.uint8)
-    keep = np.ones((n, w + 4), dtype=bool)
-    if w > 1:
-        lead = np.zeros(n, dtype=np.int8)
-        for p in range(1, w):
-            lead += c < 10 ** p
-        keep[:, 1:w] = np.arange(w - 1)[None, :] >= lead[:, None]
-    return mat[keep].tobytes()[:-2]
+    mat[:, 1:w + 1] = _digits(np, c, w)
+    # The opening quote just left of the first digit.
+    first = np.argmax(mat[:, 1:w + 1] != 0, axis=1)
+    mat[np.arange(n), first] = ord('"')
+    flat = mat.ravel()
+    return flat[flat != 0].tobytes()[:-2]
 
 
 def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:

@@ -295,12 +295,18 @@ def _decimal(np, cols) -> bytes:
     ASCII, row after row, formatted in bulk (the nodes and edges are most of a
     snapshot's bytes). Each column is as wide as its largest number, so that
     the bytes made and then dropped (left of the first digit) are few."""
+    return b",".join(_decimal_parts(np, cols))
+
+
+def _decimal_parts(np, cols):
+    """`_decimal` of ROWS rows at a time (one node may have a million edges):
+    bounded matrices, and pieces the writer streams without joining them."""
+    for a in range(0, len(cols[0]), ROWS):
+        yield _decimal_rows(np, [c[a:a + ROWS] for c in cols])
+
+
+def _decimal_rows(np, cols) -> bytes:
     n = len(cols[0])
-    if not n:
-        return b""
-    if n > ROWS:
-        # A bounded matrix at a time (one node may have a million edges).
-        return b",".join(_decimal(np, [c[a:a + ROWS] for c in cols]) for a in range(0, n, ROWS))
     cols = [np.asarray(c).astype(np.int64, copy=False) for c in cols]
     widths = [len(str(int(c.max()))) for c in cols]
     mat = np.empty((n, sum(widths) + len(widths)), dtype=np.uint8)
@@ -310,7 +316,7 @@ def _decimal(np, cols) -> bytes:
         mat[:, pos + w] = ord(",")
         pos += w + 1
     flat = mat.ravel()
-    return flat[flat != 0].tobytes()[:-1]
+    return flat[flat != 0][:-1].tobytes()
 
 
 def _quoted(np, nums) -> bytes:
@@ -328,7 +334,7 @@ def _quoted(np, nums) -> bytes:
     first = np.argmax(mat[:, 1:w + 1] != 0, axis=1)
     mat[np.arange(n), first] = ord('"')
     flat = mat.ravel()
-    return flat[flat != 0].tobytes()[:-2]
+    return flat[flat != 0][:-2].tobytes()
 
 
 def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
@@ -455,21 +461,21 @@ class _Ephemerons:
 
 def _merged(np, xe: Extra, src, kinds, names, to) -> Extra:
     """The extra edges and more, sorted by source."""
-    s = np.concatenate([xe.src, src])
+    s = np.concatenate([xe.src, src], dtype=xe.src.dtype)
     order = np.argsort(s, kind="stable")
     return Extra(s[order], np.concatenate([xe.kinds, kinds])[order],
-                 np.concatenate([xe.names, names])[order], np.concatenate([xe.to, to])[order],
-                 xe.globals, xe.notes)
+                 np.concatenate([xe.names, names])[order],
+                 np.concatenate([xe.to, to], dtype=xe.to.dtype)[order], xe.globals, xe.notes)
 
 
 def _with_buffers(np, xe: Extra, src, to, name: int) -> Extra:
     """The extra edges and the buffers' `backing_store` edges, sorted by source."""
-    s = np.concatenate([xe.src, src])
+    s = np.concatenate([xe.src, src], dtype=xe.src.dtype)
     order = np.argsort(s, kind="stable")
     kinds = np.concatenate([xe.kinds, np.full(len(src), gmod.E_INTERNAL, dtype=np.uint8)])
     names = np.concatenate([xe.names, np.full(len(src), name, dtype=np.uint32)])
-    return Extra(s[order], kinds[order], names[order], np.concatenate([xe.to, to])[order],
-                 xe.globals, xe.notes)
+    return Extra(s[order], kinds[order], names[order],
+                 np.concatenate([xe.to, to], dtype=xe.to.dtype)[order], xe.globals, xe.notes)
 
 
 def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = False,
@@ -478,7 +484,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     np = gmod.numpy()
     c = census.of(prog, heap)
     g = gmod.build(prog, heap)
-    seen, _ = gmod.reach(g)
+    seen = gmod.reach(g)[0]
     keep = np.ones(g.nodes, dtype=bool) if include_unreachable else seen.copy()
     # (Read-only objects nothing reaches are left out too, but are no garbage.)
     unreachable = int((~seen & ~g.in_read_only()).sum())
@@ -571,7 +577,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         ok = keep[src] & keep[g.edge_to[lo:hi]]
         drop = _left_out(np, prog, g, src, lo, hi, maps, is_js, strings, nonessential, codes)
         if drop is not None:
-            dropped[a] = drop
+            dropped[a] = drop.astype(np.int32)  # (a piece has fewer than 2**31 edges)
             ok[drop] = False
         counts[a:b] = np.bincount(src[ok] - a, minlength=b - a)
         edge_chunks.append((a, b))
@@ -584,6 +590,8 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
                         first_obj + 2 * (sel - g.first_object))
 
     xe = extra_edges(prog, g, keep, maps, is_js, strings, skip=hole)
+    # Their nodes in 32 bits where the graph's fit (`ix`), as the rows are.
+    xe = Extra(xe.src.astype(ix), xe.kinds, xe.names, xe.to.astype(ix), xe.globals, xe.notes)
     eph = _Ephemerons(np, g, keep, nname, ids, strings)
     xe = _merged(np, xe, eph.table, np.full(len(eph.table), gmod.E_INTERNAL, np.uint8),
                  eph.table_names, eph.value)
@@ -667,10 +675,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             more = [xe.kinds[xa:xb], xe.names[xa:xb], row_of[xe.to[xa:xb]].astype(np.int64) * k]
             order = np.argsort(np.concatenate([src[ok], xe.src[xa:xb]]), kind="stable")
             block = [np.concatenate([x, y])[order] for x, y in zip(block, more)]
-        if len(block[0]):
-            emit_raw(b"," + _decimal(np, block))
+        for piece in _decimal_parts(np, block):
+            emit_raw(b",")
+            emit_raw(piece)
         if progress is not None:
             progress.update(g.nodes + b, 2 * g.nodes)
+    notes = list(g.root_notes) + xe.notes
+    # What the strings need no more is freed before they are written.
+    del maps, codes, dropped, counts, ntype, nname, is_js, xe, eph, keep, seen
     emit("],\n\"trace_function_infos\":[],\n\"trace_tree\":[],\n\"samples\":[],"
          "\n\"locations\":[")
     if loc_parts:
@@ -679,6 +691,8 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
                                   dtype=np.int64), [len(n) for n, _ in loc_parts], axis=0)
         o = np.argsort(rows_l, kind="stable")
         emit_raw(_decimal(np, [rows_l[o], vals[o, 0], vals[o, 1], vals[o, 2]]))
+        del rows_l, vals, o
+    del row_of, loc_parts
     emit("],\n\"strings\":[")
     items = strings.items
     sep = ""
@@ -691,7 +705,6 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
                 emit_raw(sep.encode() + _quoted(np, part[a:a + CHUNK]))
             sep = ",\n"
     emit("]}\n")
-    notes = list(g.root_notes) + xe.notes
     if c.damaged_pages:
         shown = ", ".join(f"0x{p:x}" for p in c.damaged_pages[:8])
         more = f" and {len(c.damaged_pages) - 8} more" if len(c.damaged_pages) > 8 else ""

@@ -189,6 +189,8 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     stacks, dead, js, stack_note = _stacks(prog, regs, top)
     if stack_note:
         notes.append(stack_note)
+    js, frame_notes = _frame_words(prog, top, js)
+    notes += frame_notes
     stack_vals, cut1 = _pointers(np, prog, _cut(sorted(js), chunks), lo, hi, budget)
     found[STACK] = [stack_vals]
     handles, stale = _handles(prog, heap)
@@ -321,6 +323,78 @@ def _stacks(prog: Program, regs: list[tuple[int, int]], top) -> tuple[
             note = ("the isolate's JS frames could not be bounded: its thread's whole "
                     "stack was taken as (Stack roots)")
     return stacks, dead, js, note
+
+
+MAX_FRAMES = 8192  # frames of one JS segment walked for their code
+
+
+def _frame_words(prog: Program, top, spans: list[tuple[int, int]]) -> tuple[
+        list[tuple[int, int]], list[str]]:
+    """The spans' words as V8 visits them: each TurboFan frame only through
+    its safepoint table (outgoing arguments, the spill slots tagged at its
+    call, its fixed part), every other frame word by word; and notes saying
+    how many optimized frames stayed word by word, and why.
+
+    The frames of a span are walked up the fp chain from its exit frame
+    (a running segment, with none, stays word by word); a frame's code is
+    the one holding the return address its callee saved."""
+    from ..v8 import safepoints
+    if top is None or not top.exits:
+        return spans, []
+    mem, codes = prog.mem, prog.codes
+    out: list[tuple[int, int]] = []
+    maglev = unread = 0
+    why = ""
+    for lo, hi in spans:
+        exits = [e for e in top.exits if lo <= e < hi]
+        if not exits:
+            out.append((lo, hi))
+            continue
+        cur = lo  # words below cur are placed already
+        fp = exits[0]
+        for _ in range(MAX_FRAMES):
+            try:
+                up, pc = mem.u64(fp), mem.u64(fp + 8)
+            except TargetMemoryError:
+                break
+            if not fp < up < hi or up & 7:
+                break
+            sp, fp = fp + 16, up
+            if prog.builtin_at(pc) is not None or prog.module_for(pc) is not None:
+                continue
+            try:
+                fn = mem.u64(fp - 16)
+                info = codes.code_for_pc(pc, fn if fn & 3 == 1 else None)
+            except (DecodeError, TargetMemoryError, V8DbgError):
+                info = None
+            if info is None or not codes.is_jit(info.kind) or info.kind == codes.baseline:
+                continue
+            if info.kind == codes.baseline + 1:
+                maglev += 1
+                continue
+            try:
+                flags = mem.u32(info.code - 1 + prog.md.off("Code", "flags"))
+                table = safepoints.read(mem, prog.md, info.start + info.size, flags)
+                entry = table.find(pc - info.start)
+                if entry is None:
+                    raise DecodeError(f"no safepoint at code offset {pc - info.start:#x}")
+                words = safepoints.visited(table, entry, sp, fp)
+            except (DecodeError, TargetMemoryError, V8DbgError, struct.error) as e:
+                unread += 1
+                why = str(e)
+                continue
+            out.append((cur, sp))
+            out.extend(words)
+            cur = fp + 16
+        out.append((cur, hi))
+    notes = []
+    if maglev:
+        notes.append(f"{maglev} Maglev frame(s) on the stack were taken word by word "
+                     "(their safepoint tables are not read)")
+    if unread:
+        notes.append(f"{unread} TurboFan frame(s) on the stack were taken word by word: "
+                     f"safepoint table not read ({why})")
+    return [r for r in out if r[0] < r[1]], notes
 
 
 MAX_LIST = 1 << 20  # entries of one of the Isolate's root lists, far above real ones

@@ -24,8 +24,14 @@ too, in the order its snapshot writes them), then v8dbg's own
 - `(Stack roots)`: the thread state's exception and message, and the words
   of the V8 frames of the isolate's JS segments on its thread (from each
   exit frame's sp to the entry frame that began the segment:
-  segments.js_spans). Every word of those frames is taken, as no safepoint
-  table is read; the C++ frames between segments, the entry frames' saved
+  segments.js_spans). A TurboFan frame is taken as V8 visits it, through
+  its safepoint table (`_frame_words`, `v8/safepoints.py`): its outgoing
+  arguments, the spill slots tagged at its call and its fixed part, never
+  its dead spill slots. Every other frame is taken word by word:
+  interpreted and baseline frames are all tagged in V8 too; Maglev frames,
+  builtin and stub frames, a TurboFan frame whose table cannot be read
+  (the notes count them) and a segment running when the core was taken
+  (no exit frame to start the walk) conservatively. The C++ frames between segments, the entry frames' saved
   C++ registers and other threads' stacks are no roots, as in V8. JS that
   was running when the core was taken (no exit frame below it) is taken
   from the thread's sp up.
@@ -278,8 +284,8 @@ def _stacks(prog: Program, regs: list[tuple[int, int]], top) -> tuple[
 
     V8's stack roots are the frames of its JS segments on the isolate's
     thread (segments.js_spans), never the C++ frames between them nor other
-    threads' stacks; within a segment every word is taken (no safepoint
-    tables are read). When the isolate's state is not found, every thread's
+    threads' stacks; `_frame_words` then narrows TurboFan frames to what
+    their safepoint tables name. When the isolate's state is not found, every thread's
     stack from its sp up is taken, conservatively, as before."""
     from ..stack import segments
     stacks: list[tuple[int, int]] = []

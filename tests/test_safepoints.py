@@ -31,10 +31,15 @@ from test_census_snapshot import census_counts, snapshot
 
 FIXTURE = "optframe.js"
 FLAGS = ("--allow-natives-syntax", "--no-turbo-inlining")
+# Lines whose node runs Maglev code (18-22 builds say "Maglev is not enabled").
+MAGLEV = [v for v in VERSIONS if int(v.split(".")[0]) >= 24]
 
 
 @lru_cache(maxsize=None)
-def core_dir(version: str) -> Path:
+def core_dir(version: str, tier: str = "turbofan") -> Path:
+    if tier == "maglev":
+        return make_core(version, FIXTURE, FLAGS + ("--no-maglev-inlining",),
+                         {"V8DBG_TIER": "maglev"})
     return make_core(version, FIXTURE, FLAGS)
 
 
@@ -58,15 +63,17 @@ def test_counts_equal_snapshot(frontend: str, version: str) -> None:
     assert not wrong, f"findjsobjects vs snapshot, by name: {wrong}"
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_frame_read_through_its_table(version: str) -> None:
+def _frame_check(version: str, tier: str):
+    """(the words read of the aborting thread's JS segment, their notes, the
+    stack slots holding Kept and those holding Dropped objects), on the core
+    of this tier."""
     import numpy as np
 
     from v8dbg.heap import census, isolates, roots
     from v8dbg.inferior.corefile import CoreBackend
     from v8dbg.program import Program
     from v8dbg.v8 import pages
-    d = core_dir(version)
+    d = core_dir(version, tier)
     binary = str(node_binary(version))
     prog = Program(CoreBackend(str(d / "core"), binary), binary)
     heap = isolates.isolates(prog)[0].heap
@@ -74,7 +81,6 @@ def test_frame_read_through_its_table(version: str) -> None:
     _stacks, _dead, spans, note = roots._stacks(prog, pages.regions(prog), top)
     assert note is None and len(spans) == 1, (note, spans)
     words, notes = roots._frame_words(prog, top, spans)
-    assert notes == [], notes
     by_name: dict[str, list[int]] = {"Kept": [], "Dropped": []}
     for st in census.of(prog, heap).maps.values():
         if st.addresses and prog.shapes.is_object_row_type(st.instance_type):
@@ -88,12 +94,43 @@ def test_frame_read_through_its_table(version: str) -> None:
     def slots(addr: int) -> list[int]:
         return [lo + 8 * int(i) for i in np.nonzero(raw == np.uint64(addr))[0]]
 
-    def read(a: int) -> bool:
-        return any(s <= a < e for s, e in words)
+    return words, notes, slots(by_name["Kept"][0]), \
+        [a for g in by_name["Dropped"] for a in slots(g)]
 
-    kept = slots(by_name["Kept"][0])
-    assert kept and any(read(a) for a in kept), kept
-    stale = [a for g in by_name["Dropped"] for a in slots(g)]
+
+def _read(words: list[tuple[int, int]], a: int) -> bool:
+    return any(s <= a < e for s, e in words)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_frame_read_through_its_table(version: str) -> None:
+    words, notes, kept, stale = _frame_check(version, "turbofan")
+    assert notes == [], notes
+    assert kept and any(_read(words, a) for a in kept), kept
     # The frame's dead spill slots still hold them: what word by word kept alive.
     assert stale, "no stale word of a Dropped object on the stack: the fixture tests nothing"
-    assert not [hex(a) for a in stale if read(a)]
+    assert not [hex(a) for a in stale if _read(words, a)]
+
+
+@pytest.mark.parametrize("version", MAGLEV)
+def test_maglev_frame_read_through_its_table(version: str) -> None:
+    """Maglev keeps one set of tagged spill slots for every call, and V8
+    visits them all: the Dropped objects' slots are read (V8 keeps them
+    alive too), as is Kept's; its raw argument count and untagged slots
+    are not."""
+    words, notes, kept, stale = _frame_check(version, "maglev")
+    assert notes == [], notes
+    assert kept and all(_read(words, a) for a in kept), kept
+    assert len(stale) >= 6 and all(_read(words, a) for a in stale), stale
+    d = core_dir(version, "maglev")
+    out = run("cli", version, d / "core", ["jsstack --json", "findjsobjects --json"])
+    fr = [f for f in json_line(out[0], "jsstack")["frames"] if f.get("function") == "frame"]
+    assert fr and fr[0]["tier"] == "maglev", fr
+    fp = int(fr[0]["fp"], 16)
+    assert not _read(words, fp - 24), "the Maglev frame's raw argument count was read"
+    # V8's --print-maglev-code of `frame` on these lines: "stack slots = 21
+    # ... tagged slots = 11": 11 tagged slots, 5 untagged, the fixed part.
+    inside = [a for a in range(fp + 16 - 8 * 21, fp, 8) if _read(words, a)]
+    assert len(inside) == 11 + 2, [hex(a) for a in inside]  # tagged slots, context, function
+    mine = census_counts(json_line(out[1], "findjsobjects"))
+    assert mine["Kept"] == 1 and mine["Dropped"] == 6, mine

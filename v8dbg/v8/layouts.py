@@ -389,7 +389,10 @@ for _key, _extra in _HEAP_PAGES.items():
 #   the bitmap bytes per entry sit in the configuration word from bit 10 on;
 #   the frame's slot count leads the table from 13.6 on (offset 0), and
 #   before that is in the Code's flags from bit 5 on (kind 4 bits, is
-#   turbofanned 1 bit, then 24 bits of stack slots). Checked against
+#   turbofanned 1 bit, then 24 bits of stack slots). Maglev tables count
+#   the tagged spill slots in their header (after the configuration word),
+#   then, before 13.6, the untagged ones; from 13.6 the slot count leads
+#   (the untagged ones are the rest). Checked against
 #   `--print-opt-code` of the same code on each pinned line (slot count and
 #   every entry's bitmap).
 # - Translations: how opcodes are encoded (1: every value a signed VLQ, the
@@ -403,8 +406,10 @@ for _key, _extra in _HEAP_PAGES.items():
 # headers of 10.2-12.4 were not seen in a core: those nodes run no Maglev code
 # by default; they follow V8's source of the 11 era (no stack-slot word).
 _DEOPT_ENTRIES = {(10, 2): 11, (11, 3): 11, (12, 4): 11, (13, 6): 12, (14, 6): 12}
-_OLD_SLOTS = dict(SafepointTaggedBytesShift=10, SafepointStackSlotsOffset=-1, CodeStackSlotsShift=5)
-_NEW_SLOTS = dict(SafepointTaggedBytesShift=10, SafepointStackSlotsOffset=0, CodeStackSlotsShift=-1)
+_OLD_SLOTS = dict(SafepointTaggedBytesShift=10, SafepointStackSlotsOffset=-1, CodeStackSlotsShift=5,
+                  MaglevSafepointTaggedOffset=8, MaglevSafepointUntaggedOffset=12)
+_NEW_SLOTS = dict(SafepointTaggedBytesShift=10, SafepointStackSlotsOffset=0, CodeStackSlotsShift=-1,
+                  MaglevSafepointTaggedOffset=12, MaglevSafepointUntaggedOffset=-1)
 _SAFEPOINTS = {
     (10, 2): dict(SafepointHeaderSize=8, SafepointLengthOffset=0,
                   MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0, **_OLD_SLOTS),

@@ -24,8 +24,16 @@ too, in the order its snapshot writes them), then v8dbg's own
 - `(Stack roots)`: the thread state's exception and message, and the words
   of the V8 frames of the isolate's JS segments on its thread (from each
   exit frame's sp to the entry frame that began the segment:
-  segments.js_spans). Every word of those frames is taken, as no safepoint
-  table is read; the C++ frames between segments, the entry frames' saved
+  segments.js_spans). An optimized frame is taken as V8 visits it, through
+  its safepoint table (`_frame_words`, `v8/safepoints.py`): TurboFan's
+  outgoing arguments, the spill slots tagged at its call and its fixed
+  part, never its dead spill slots; Maglev's outgoing arguments, tagged
+  pushed registers, all its tagged slots, context and function. Every
+  other frame is taken word by word: interpreted and baseline frames are
+  all tagged in V8 too; builtin and stub frames, an optimized frame whose
+  table cannot be read (the notes count them) and a segment running when
+  the core was taken (no exit frame to start the walk) conservatively. The
+  C++ frames between segments, the entry frames' saved
   C++ registers and other threads' stacks are no roots, as in V8. JS that
   was running when the core was taken (no exit frame below it) is taken
   from the thread's sp up.
@@ -189,6 +197,8 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     stacks, dead, js, stack_note = _stacks(prog, regs, top)
     if stack_note:
         notes.append(stack_note)
+    js, frame_notes = _frame_words(prog, top, js)
+    notes += frame_notes
     stack_vals, cut1 = _pointers(np, prog, _cut(sorted(js), chunks), lo, hi, budget)
     found[STACK] = [stack_vals]
     handles, stale = _handles(prog, heap)
@@ -276,8 +286,8 @@ def _stacks(prog: Program, regs: list[tuple[int, int]], top) -> tuple[
 
     V8's stack roots are the frames of its JS segments on the isolate's
     thread (segments.js_spans), never the C++ frames between them nor other
-    threads' stacks; within a segment every word is taken (no safepoint
-    tables are read). When the isolate's state is not found, every thread's
+    threads' stacks; `_frame_words` then narrows optimized frames to what
+    their safepoint tables name. When the isolate's state is not found, every thread's
     stack from its sp up is taken, conservatively, as before."""
     from ..stack import segments
     stacks: list[tuple[int, int]] = []
@@ -321,6 +331,79 @@ def _stacks(prog: Program, regs: list[tuple[int, int]], top) -> tuple[
             note = ("the isolate's JS frames could not be bounded: its thread's whole "
                     "stack was taken as (Stack roots)")
     return stacks, dead, js, note
+
+
+MAX_FRAMES = 8192  # frames of one JS segment walked for their code
+
+
+def _frame_words(prog: Program, top, spans: list[tuple[int, int]]) -> tuple[
+        list[tuple[int, int]], list[str]]:
+    """The spans' words as V8 visits them: each optimized (TurboFan, Maglev)
+    frame only through its safepoint table (safepoints.visited), every other
+    frame word by word; and a note saying how many optimized frames stayed
+    word by word, and why.
+
+    The frames of a span are walked up the fp chain from its exit frame
+    (a running segment, with none, stays word by word); a frame's code is
+    the one holding the return address its callee saved."""
+    from ..v8 import safepoints
+    if top is None or not top.exits:
+        return spans, []
+    mem, codes = prog.mem, prog.codes
+    out: list[tuple[int, int]] = []
+    unread = 0
+    why = ""
+    capped = False
+    for lo, hi in spans:
+        exits = [e for e in top.exits if lo <= e < hi]
+        if not exits:
+            out.append((lo, hi))
+            continue
+        cur = lo  # words below cur are placed already
+        fp = exits[0]
+        for _ in range(MAX_FRAMES):
+            try:
+                up, pc = mem.u64(fp), mem.u64(fp + 8)
+            except TargetMemoryError:
+                break
+            if not fp < up < hi or up & 7:
+                break
+            sp, fp = fp + 16, up
+            if prog.builtin_at(pc) is not None or prog.module_for(pc) is not None:
+                continue
+            try:
+                fn = mem.u64(fp - 16)
+                info = codes.code_for_pc(pc, fn if fn & 3 == 1 else None)
+            except (DecodeError, TargetMemoryError, V8DbgError):
+                info = None
+            if info is None or not codes.is_jit(info.kind) or info.kind == codes.baseline:
+                continue
+            is_maglev = info.kind == codes.baseline + 1
+            try:
+                flags = mem.u32(info.code - 1 + prog.md.off("Code", "flags"))
+                table = safepoints.read(mem, prog.md, info.start + info.size, flags, is_maglev)
+                entry = table.find(pc - info.start)
+                if entry is None:
+                    raise DecodeError(f"no safepoint at code offset {pc - info.start:#x}")
+                words = safepoints.visited(table, entry, sp, fp)
+            except (DecodeError, TargetMemoryError, V8DbgError, struct.error) as e:
+                unread += 1
+                why = f"{codes.tier(info.kind)}: {e}"
+                continue
+            out.append((cur, sp))
+            out.extend(words)
+            cur = fp + 16
+        else:
+            capped = True
+        out.append((cur, hi))
+    notes = []
+    if unread:
+        notes.append(f"{unread} optimized frame(s) on the stack were taken word by word: "
+                     f"safepoint table not read ({why})")
+    if capped:
+        notes.append(f"a JS segment of over {MAX_FRAMES} frames: the frames past them "
+                     "were taken word by word")
+    return [r for r in out if r[0] < r[1]], notes
 
 
 MAX_LIST = 1 << 20  # entries of one of the Isolate's root lists, far above real ones

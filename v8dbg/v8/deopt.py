@@ -19,9 +19,8 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import DecodeError, TargetMemoryError
-from . import layouts, vlq
+from . import layouts, safepoints, vlq
 
-MAX_SAFEPOINTS = 1 << 16
 MAX_TRANSLATION_BYTES = 16 << 20
 MAX_FRAMES = 256  # frames in one translation (inlining depth)
 MAX_INSTRUCTIONS = 1 << 16  # instructions read for one translation
@@ -56,33 +55,14 @@ def _svlq(data: bytes, pos: int) -> tuple[int, int]:
 
 # -- safepoint table -------------------------------------------------------
 
-def safepoint_entries(mem, md, metadata: int, maglev: bool) -> list[tuple[int, int, int]]:
-    """(pc, deopt index, trampoline pc) of each safepoint, in pc order; [] without deopt data."""
-    prefix = "MaglevSafepoint" if maglev else "Safepoint"
-    header = md.const(prefix + "HeaderSize")
-    length, config = struct.unpack("<iI", mem.read(metadata + md.const(prefix + "LengthOffset"), 8))
-    if not 0 < length <= MAX_SAFEPOINTS:
-        raise DecodeError(f"safepoint table with {length} entries")
-    has_deopt = config & 1
-    reg_size = (config >> 1) & 7
-    pc_size = (config >> 4) & 7
-    index_size = (config >> 7) & 7
-    if not has_deopt:
+def safepoint_entries(mem, md, metadata: int, maglev: bool,
+                      code_flags: int) -> list[tuple[int, int, int]]:
+    """(pc, deopt index, trampoline pc) of each safepoint, in pc order; [] without
+    deopt data. The table is decoded by `safepoints.read`."""
+    table = safepoints.read(mem, md, metadata, code_flags, maglev)
+    if all(e.deopt < 0 and e.trampoline < 0 for e in table.entries):
         return []
-    if not 1 <= pc_size <= 4 or index_size > 4:
-        raise DecodeError("safepoint table configuration is not understood")
-    entry = pc_size + index_size + pc_size + reg_size + (1 if maglev else 0)
-    raw = mem.read(metadata + header, length * entry)
-    entries = []
-    for i in range(length):
-        p = i * entry
-        pc = int.from_bytes(raw[p:p + pc_size], "little")
-        p += pc_size
-        deopt = int.from_bytes(raw[p:p + index_size], "little") - 1
-        p += index_size
-        tramp = int.from_bytes(raw[p:p + pc_size], "little") - 1
-        entries.append((pc, deopt, tramp))
-    return entries
+    return [(e.pc, e.deopt, e.trampoline) for e in table.entries]
 
 
 def find_deopt_index(entries: list[tuple[int, int, int]], pc_offset: int) -> tuple[int, bool] | None:
@@ -246,7 +226,8 @@ class DeoptReader:
         # The safepoint table starts the code's metadata, right after its instructions.
         entries = self._safepoints.get(start + size)
         if entries is None:
-            entries = safepoint_entries(h.mem, md, start + size, maglev)
+            flags = h.mem.u32(code - 1 + md.off("Code", "flags"))
+            entries = safepoint_entries(h.mem, md, start + size, maglev, flags)
             if len(self._safepoints) > 256:
                 self._safepoints.clear()
             self._safepoints[start + size] = entries

@@ -385,6 +385,16 @@ for _key, _extra in _HEAP_PAGES.items():
 #   V8 13.6 on), for TurboFan and for Maglev code. Entries hold the pc, then
 #   (with deopt data) the deopt index + 1 and the trampoline pc + 1, whose
 #   sizes come from the header's configuration word.
+# - Which slots are tagged at each entry (safepoints.py, for the stack roots):
+#   the bitmap bytes per entry sit in the configuration word from bit 10 on;
+#   the frame's slot count leads the table from 13.6 on (offset 0), and
+#   before that is in the Code's flags from bit 5 on (kind 4 bits, is
+#   turbofanned 1 bit, then 24 bits of stack slots). Maglev tables count
+#   the tagged spill slots in their header (after the configuration word),
+#   then, before 13.6, the untagged ones; from 13.6 the slot count leads
+#   (the untagged ones are the rest). Checked against
+#   `--print-opt-code` of the same code on each pinned line (slot count and
+#   every entry's bitmap).
 # - Translations: how opcodes are encoded (1: every value a signed VLQ, the
 #   opcode too; 2: one opcode byte, bytes past the last opcode a short
 #   MATCH_PREVIOUS_TRANSLATION), the operand count of each opcode in the line's
@@ -396,17 +406,21 @@ for _key, _extra in _HEAP_PAGES.items():
 # headers of 10.2-12.4 were not seen in a core: those nodes run no Maglev code
 # by default; they follow V8's source of the 11 era (no stack-slot word).
 _DEOPT_ENTRIES = {(10, 2): 11, (11, 3): 11, (12, 4): 11, (13, 6): 12, (14, 6): 12}
+_OLD_SLOTS = dict(SafepointTaggedBytesShift=10, SafepointStackSlotsOffset=-1, CodeStackSlotsShift=5,
+                  MaglevSafepointTaggedOffset=8, MaglevSafepointUntaggedOffset=12)
+_NEW_SLOTS = dict(SafepointTaggedBytesShift=10, SafepointStackSlotsOffset=0, CodeStackSlotsShift=-1,
+                  MaglevSafepointTaggedOffset=12, MaglevSafepointUntaggedOffset=-1)
 _SAFEPOINTS = {
     (10, 2): dict(SafepointHeaderSize=8, SafepointLengthOffset=0,
-                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0),
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0, **_OLD_SLOTS),
     (11, 3): dict(SafepointHeaderSize=8, SafepointLengthOffset=0,
-                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0),
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0, **_OLD_SLOTS),
     (12, 4): dict(SafepointHeaderSize=8, SafepointLengthOffset=0,
-                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0),
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=0, **_OLD_SLOTS),
     (13, 6): dict(SafepointHeaderSize=12, SafepointLengthOffset=4,
-                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=4),
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=4, **_NEW_SLOTS),
     (14, 6): dict(SafepointHeaderSize=12, SafepointLengthOffset=4,
-                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=4),
+                  MaglevSafepointHeaderSize=16, MaglevSafepointLengthOffset=4, **_NEW_SLOTS),
 }
 for _key, _first in _DEOPT_ENTRIES.items():
     VERSIONS[_key]["consts"].setdefault("DeoptimizationDataFirstEntryIndex", _first)

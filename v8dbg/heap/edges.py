@@ -17,7 +17,9 @@ findjsrefs and jsretainers through `named_edges`, a few objects' edges):
   `internal` edges `scope_info` and `previous`;
 - a FixedArray's or hash table's slot: `internal`, named by its index, as
   V8's ExtractFixedArrayReferences names them (a Map's table's entries);
-- another object's field: `internal`, named by the metadata's name of the
+- an internal object's field V8 names (a Map's, a SharedFunctionInfo's,
+  a Script's, a cell's ...): `internal`, by V8's name of it, per line;
+  another object's field: `internal`, named by the metadata's name of the
   field in its class (a Map's `table`, a sliced string's `parent`, a bound
   function's `bound_function`), in V8's spelling where it differs;
 - every other strong slot: `hidden`, its index among the object's edges;
@@ -38,9 +40,14 @@ to its properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
 
-What V8 names besides (native contexts' and most internal objects'
-fields, embedder fields) stays `hidden` here: the edge exists, only its
-name is V8's index rather than its field name.
+Internal objects' fields are named by V8's table of them per line
+(layouts.snapshot_fields: a Map's `descriptors`, `back_pointer`, a
+SharedFunctionInfo's `script`, a DescriptorArray's descriptors by index...)
+and a native context's slots by V8's names of them
+(layouts.native_context_slot_names). What V8 names besides (a native
+context's slots no measured core held, machine code's and bytecode's
+fields) stays `hidden` here: the edge exists, only its name is V8's index
+rather than its field name.
 """
 
 from __future__ import annotations

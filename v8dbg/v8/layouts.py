@@ -1032,8 +1032,10 @@ _SNAPSHOT_OFFSETS_COMMON = {
     ("AccessorInfo", "name"): 8, ("AccessorInfo", "data"): 16,
 }
 _SNAPSHOT_OFFSETS_BY_LINE = {
-    # 14.6's DescriptorArray has one word more before its enum cache.
-    (14, 6): {("DescriptorArray", "enum_cache"): 24},
+    # 14.6's DescriptorArray has one word more before its enum cache; its
+    # AccessorInfo keeps its data before its name.
+    (14, 6): {("DescriptorArray", "enum_cache"): 24, ("AccessorInfo", "data"): 8,
+              ("AccessorInfo", "name"): 16},
     (10, 2): {("AccessorInfo", "expected_receiver_type"): 24, ("AccessorInfo", "setter"): 32,
               ("AccessorInfo", "getter"): 40, ("AccessorInfo", "data"): 56},
 }

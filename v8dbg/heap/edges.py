@@ -17,7 +17,9 @@ findjsrefs and jsretainers through `named_edges`, a few objects' edges):
   `internal` edges `scope_info` and `previous`;
 - a FixedArray's or hash table's slot: `internal`, named by its index, as
   V8's ExtractFixedArrayReferences names them (a Map's table's entries);
-- another object's field: `internal`, named by the metadata's name of the
+- an internal object's field V8 names (a Map's, a SharedFunctionInfo's,
+  a Script's, a cell's ...): `internal`, by V8's name of it, per line;
+  another object's field: `internal`, named by the metadata's name of the
   field in its class (a Map's `table`, a sliced string's `parent`, a bound
   function's `bound_function`), in V8's spelling where it differs;
 - every other strong slot: `hidden`, its index among the object's edges;
@@ -38,9 +40,14 @@ to its properties' values (through their property cells), and the root's
 `shortcut`s to the global objects. Without them DevTools' dominators see
 the backing store, not the array, as what holds the values.
 
-What V8 names besides (native contexts' and most internal objects'
-fields, embedder fields) stays `hidden` here: the edge exists, only its
-name is V8's index rather than its field name.
+Internal objects' fields are named by V8's table of them per line
+(layouts.snapshot_fields: a Map's `descriptors`, `back_pointer`, a
+SharedFunctionInfo's `script`, a DescriptorArray's descriptors by index...)
+and a native context's slots by V8's names of them
+(layouts.native_context_slot_names). What V8 names besides (a native
+context's slots no measured core held, machine code's and bytecode's
+fields) stays `hidden` here: the edge exists, only its name is V8's index
+rather than its field name.
 """
 
 from __future__ import annotations
@@ -160,8 +167,7 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
         if named:
             _name_slots(sel, off, named, gmod.E_PROPERTY, kinds, names, strings)
     if slots_only is None:  # (hidden -> internal)
-        _internal_names(prog, g, src, off, node_map, kinds, names, strings, codes)
-    del to
+        _internal_names(prog, g, src, off, to, node_map, kinds, names, strings, codes)
     return Typed(kinds, names, strings.items)
 
 
@@ -187,7 +193,9 @@ _NOT_FIELDS = ("map", "internal_fields")  # the map word; where embedder fields 
 def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
     """How V8 names the strong slots of objects of map m that nothing else
     named: (by index, {}) for its FixedArrays and hash tables, else (False,
-    byte offset -> field name) from the metadata's fields of the object's class."""
+    byte offset -> field name): for the internal objects whose fields V8's
+    snapshot names (layouts.snapshot_fields) those alone, for the others
+    the metadata's fields of the object's class."""
     key = (id(prog), m)
     got = _slot_rules.get(key)
     if got is not None:
@@ -197,8 +205,12 @@ def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
     t = _map_type(h, m)
     name = h.type_name(t) if t >= 0 else ""
     fields: dict[int, str] = {}
+    v8_named = _v8_fields(prog)
     if name in _INDEXED:
         got = (True, fields)
+    elif name and _ALIASES.get(class_of(name), class_of(name)) in v8_named:
+        fields = dict(v8_named[_ALIASES.get(class_of(name), class_of(name))])
+        got = (False, fields)
     else:
         js = t >= h.md.types.get("JS_PROXY_TYPE", 1 << 16)
         classes = ((class_of(name),) + _PARENTS.get(name, ())
@@ -214,7 +226,67 @@ def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
     return got
 
 
-def _internal_names(prog: Program, g: gmod.Graph, src, off, node_map, kinds, names,
+_v8_field_tables: dict[int, dict[str, dict[int, str]]] = {}
+_ALIASES = {"StrongDescriptorArray": "DescriptorArray"}
+_desc_starts: dict[tuple[int, int], int] = {}
+
+
+def _descriptors_start(prog: Program, m: int) -> int:
+    """The byte offset of the first descriptor in a DescriptorArray of map m
+    (0 for other maps): V8 names its descriptors' slots by their index from
+    there (ExtractDescriptorArrayReferences)."""
+    key = (id(prog), m)
+    got = _desc_starts.get(key)
+    if got is None:
+        from ..v8.typenames import class_of
+        h = prog.heap
+        t = _map_type(h, m)
+        cls = class_of(h.type_name(t)) if t >= 0 else ""
+        at = h.md.fields.get(("DescriptorArray", "header_size"))
+        got = at if _ALIASES.get(cls, cls) == "DescriptorArray" and isinstance(at, int) else 0
+        if len(_desc_starts) > MAX_PROPERTY_MAPS:
+            _desc_starts.clear()
+        _desc_starts[key] = got
+    return got
+
+
+def _v8_fields(prog: Program) -> dict[str, dict[int, str]]:
+    """Class -> byte offset -> V8's name, of the internal objects' fields V8's
+    snapshot names (layouts.snapshot_fields), offsets from the metadata or,
+    where it lacks them, from the table's own."""
+    got = _v8_field_tables.get(id(prog))
+    if got is None:
+        from ..v8 import layouts
+        md = prog.heap.md
+        version = tuple(md.v8_version)
+        extra = layouts.snapshot_field_offsets(version)
+        got = {}
+        for cls, pairs in layouts.snapshot_fields(version).items():
+            named: dict[int, str] = {}
+            for f, label in pairs:
+                at = md.fields.get((cls, f), extra.get((cls, f)))
+                if isinstance(at, int) and at % 8 == 0 and at > 0:
+                    named.setdefault(at, label)
+            got[cls] = named
+        _v8_field_tables.clear()
+        _v8_field_tables[id(prog)] = got
+    return got
+
+
+# Where V8 names a slot by what it holds (ExtractMapReferences): a Map's
+# constructor slot holds its back pointer (a Map), its API constructor's
+# template or, in a context's map and the meta map, the native context; its
+# transitions slot a TransitionArray, one transition's FixedArray or a
+# prototype map's PrototypeInfo.
+_BY_TARGET = {"constructor": {"MAP_TYPE": "back_pointer",
+                              "FUNCTION_TEMPLATE_INFO_TYPE": "constructor_function_data",
+                              "NATIVE_CONTEXT_TYPE": "native_context"},
+              "transitions": {"FIXED_ARRAY_TYPE": "transition",
+                              "PROTOTYPE_INFO_TYPE": "prototype_info"},
+              "prototype_or_initial_map": {"MAP_TYPE": "initial_map"}}
+
+
+def _internal_names(prog: Program, g: gmod.Graph, src, off, to, node_map, kinds, names,
                     strings: StringTable, codes: MapCodes | None = None) -> None:
     """V8's `internal` edges among the slots still `hidden`: a FixedArray's or
     hash table's by index (ExtractFixedArrayReferences), another object's by
@@ -234,9 +306,26 @@ def _internal_names(prog: Program, g: gmod.Graph, src, off, node_map, kinds, nam
             continue
         for o, label in fields.items():
             hit = sel[offs == o]
-            if len(hit):
-                kinds[hit] = gmod.E_INTERNAL
-                names[hit] = strings.add(label)
+            if not len(hit):
+                continue
+            kinds[hit] = gmod.E_INTERNAL
+            names[hit] = strings.add(label)
+            other = _BY_TARGET.get(label)
+            if other:
+                h = prog.heap
+                tm = node_map[to[hit].astype(np.int64)]
+                for x in np.unique(tm).tolist():
+                    t = _map_type(h, int(x)) if x else -1
+                    relabel = other.get(h.type_name(t)) if t >= 0 else None
+                    if relabel:
+                        names[hit[tm == x]] = strings.add(relabel)
+        first = _descriptors_start(prog, int(m))
+        if first:
+            at = sel[offs >= first]
+            kinds[at] = gmod.E_INTERNAL
+            names[at] = strings.add_numbers((offs[offs >= first] - first) // 8)
+
+
 _weak_maps: dict[tuple[int, int], str] = {}
 
 
@@ -370,7 +459,7 @@ _ctx_maps: dict[tuple[int, int], int] = {}
 # declaration-scope block contexts aside), and those that only get their
 # header slots named.
 _DECLARATION_CONTEXTS = ("FUNCTION_CONTEXT_TYPE", "SCRIPT_CONTEXT_TYPE", "MODULE_CONTEXT_TYPE")
-_NO, _HEADER, _VARIABLES = 0, 1, 2
+_NO, _HEADER, _VARIABLES, _NATIVE = 0, 1, 2, 3
 
 
 def _context_kind(prog: Program, m: int) -> int:
@@ -382,7 +471,9 @@ def _context_kind(prog: Program, m: int) -> int:
         t = _map_type(h, m)
         name = h.type_name(t) if t >= 0 else ""
         got = _NO
-        if name.endswith("CONTEXT_TYPE") and "INFO" not in name:
+        if name == "NATIVE_CONTEXT_TYPE":
+            got = _NATIVE
+        elif name.endswith("CONTEXT_TYPE") and "INFO" not in name:
             got = _VARIABLES if name in _DECLARATION_CONTEXTS else _HEADER
         _ctx_maps[key] = got
     return got
@@ -409,8 +500,10 @@ def _scope_names(prog: Program, si: int) -> dict[int, str]:
 def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand, node_map,
                    kinds, names, strings: StringTable, codes: MapCodes | None = None) -> None:
     """V8's names of a Context's slots: `scope_info` and `previous` (internal),
-    and in a declaration context each variable its ScopeInfo names (`context`
-    edges), as V8's ExtractContextReferences makes them."""
+    in a declaration context each variable its ScopeInfo names (`context`
+    edges), in a native context its slots by V8's names of them (internal;
+    layouts.native_context_slot_names), as V8's ExtractContextReferences
+    makes them."""
     np = gmod.numpy()
     sel = np.flatnonzero(cand & (gtype != gmod.E_WEAK))
     if not len(sel):
@@ -433,6 +526,15 @@ def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand,
         hit = sel[o == at]
         kinds[hit] = gmod.E_INTERNAL
         names[hit] = strings.add(label)
+    native = sel[(kind == _NATIVE) & (o > slot0 + 8)]
+    if len(native):
+        from ..v8 import layouts
+        on = off[native].astype(np.int64)
+        for i, label in layouts.native_context_slot_names(prog.heap.md.v8_version).items():
+            hit = native[on == slot0 + 8 * i]
+            if len(hit):
+                kinds[hit] = gmod.E_INTERNAL
+                names[hit] = strings.add(label)
     var = sel[(kind == _VARIABLES) & (o > slot0 + 8)]
     if not len(var):
         return

@@ -391,7 +391,7 @@ def _nonessential(np, prog: Program, g: gmod.Graph, maps) -> tuple[Any, Any]:
                 pass
         elif t in _EMPTY_ARRAYS:
             out[i] = size <= 16
-        elif t == "DESCRIPTOR_ARRAY_TYPE":
+        elif t in ("DESCRIPTOR_ARRAY_TYPE", "STRONG_DESCRIPTOR_ARRAY_TYPE"):
             out[i] = size <= header
         elif t == "MAP_TYPE":
             try:

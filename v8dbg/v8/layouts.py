@@ -983,6 +983,519 @@ def heap_snapshot_meta(version: tuple[int, ...]) -> tuple[dict, dict]:
     return meta, extra
 
 
+# -- heap snapshot: internal objects' fields -----------------------------------------------
+# The fields of V8's internal objects its heap snapshot names (`internal`
+# edges; V8HeapExplorer::Extract*References, heap-snapshot-generator.cc),
+# per class: (metadata field, V8's name). A class listed has only these
+# slots named; V8 files its other slots as numbered `hidden` edges. Offsets
+# come from the metadata, or from `SNAPSHOT_FIELD_OFFSETS` where it lacks
+# them. Where V8 picks the name by what the slot holds (a Map's constructor
+# or back pointer, its transitions or prototype info) the first name here
+# is the default and heap/edges.py picks by the target's type. Checked
+# against V8's own snapshots of the same heap on every pinned line.
+_SNAPSHOT_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "Map": (("prototype", "prototype"), ("constructor_or_back_pointer", "constructor"),
+            ("instance_descriptors", "descriptors"), ("dependent_code", "dependent_code"),
+            ("raw_transitions", "transitions")),
+    "SharedFunctionInfo": (("name_or_scope_info", "name_or_scope_info"),
+                           ("script", "script"), ("function_data", "function_data"),
+                           ("feedback_metadata", "raw_outer_scope_info_or_feedback_metadata")),
+    "Script": (("source", "source"), ("name", "name"), ("context_data", "context_data"),
+               ("line_ends", "line_ends")),
+    "AccessorInfo": (("name", "name"), ("data", "data")),
+    "AccessorPair": (("getter", "getter"), ("setter", "setter")),
+    "FeedbackCell": (("value", "value"),),
+    "Cell": (("value", "value"),),
+    "PropertyCell": (("value", "value"), ("dependent_code", "dependent_code")),
+    "AllocationSite": (("transition_info_or_boilerplate", "transition_info"),
+                       ("nested_site", "nested_site"), ("dependent_code", "dependent_code")),
+    "ArrayBoilerplateDescription": (("constant_elements", "constant_elements"),),
+    "DescriptorArray": (("enum_cache", "enum_cache"),),
+    "Symbol": (("name", "name"),),
+    # Named by none: their slots are `hidden` edges.
+    "PropertyArray": (), "FunctionTemplateInfo": (), "Oddball": (), "JSRegExp": (),
+}
+# Before 12: a SharedFunctionInfo's script slot is `script_or_debug_info`,
+# an AccessorInfo's getter and setter are Foreigns (10.2) V8 names too.
+_SNAPSHOT_FIELDS_10 = {
+    "SharedFunctionInfo": (("name_or_scope_info", "name_or_scope_info"),
+                           ("script_or_debug_info", "script_or_debug_info"),
+                           ("function_data", "function_data"),
+                           ("feedback_metadata", "raw_outer_scope_info_or_feedback_metadata")),
+    "AccessorInfo": (("name", "name"), ("expected_receiver_type", "expected_receiver_type"),
+                     ("getter", "getter"), ("setter", "setter"), ("data", "data")),
+}
+_SNAPSHOT_FIELDS_11 = {"SharedFunctionInfo": _SNAPSHOT_FIELDS_10["SharedFunctionInfo"]}
+# From 13: the function data split in a trusted and an untrusted slot.
+_SNAPSHOT_FIELDS_13 = {
+    "SharedFunctionInfo": (("name_or_scope_info", "name_or_scope_info"),
+                           ("script", "script"), ("function_data", "trusted_function_data"),
+                           ("untrusted_function_data", "untrusted_function_data"),
+                           ("feedback_metadata", "raw_outer_scope_info_or_feedback_metadata")),
+}
+_SNAPSHOT_FIELDS_BY_LINE = {(10, 2): _SNAPSHOT_FIELDS_10, (11, 3): _SNAPSHOT_FIELDS_11,
+                            (12, 4): {}, (13, 6): _SNAPSHOT_FIELDS_13,
+                            (14, 6): _SNAPSHOT_FIELDS_13}
+# Offsets of those fields the binaries' metadata lacks (x64, no pointer
+# compression), read in cores of every pinned line.
+_SNAPSHOT_OFFSETS_COMMON = {
+    ("Script", "context_data"): 40, ("Cell", "value"): 8,
+    ("PropertyCell", "dependent_code"): 32, ("AllocationSite", "dependent_code"): 24,
+    ("ArrayBoilerplateDescription", "constant_elements"): 16,
+    ("DescriptorArray", "enum_cache"): 16,
+    ("AccessorInfo", "name"): 8, ("AccessorInfo", "data"): 16,
+}
+_SNAPSHOT_OFFSETS_BY_LINE = {
+    # 14.6's DescriptorArray has one word more before its enum cache; its
+    # AccessorInfo keeps its data before its name.
+    (14, 6): {("DescriptorArray", "enum_cache"): 24, ("AccessorInfo", "data"): 8,
+              ("AccessorInfo", "name"): 16},
+    (10, 2): {("AccessorInfo", "expected_receiver_type"): 24, ("AccessorInfo", "setter"): 32,
+              ("AccessorInfo", "getter"): 40, ("AccessorInfo", "data"): 56},
+}
+
+
+def snapshot_fields(version: tuple[int, ...]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Class -> ((metadata field, V8's edge name), ...) of the internal
+    objects' fields V8 `version`'s heap snapshot names (the nearest older
+    line's for a line not in the table)."""
+    key = (version[0], version[1])
+    older = [k for k in sorted(_SNAPSHOT_FIELDS_BY_LINE) if k <= key]
+    own = _SNAPSHOT_FIELDS_BY_LINE[older[-1] if older else min(_SNAPSHOT_FIELDS_BY_LINE)]
+    return _SNAPSHOT_FIELDS | own
+
+
+def snapshot_field_offsets(version: tuple[int, ...]) -> dict[tuple[str, str], int]:
+    """(class, field) -> byte offset of the fields `snapshot_fields` names
+    that the metadata may lack (the metadata's own offsets win)."""
+    key = (version[0], version[1])
+    return _SNAPSHOT_OFFSETS_COMMON | _SNAPSHOT_OFFSETS_BY_LINE.get(key, {})
+
+
+# A native context's slots by V8's names (NATIVE_CONTEXT_FIELDS, as
+# ExtractContextReferences names them), from slot 2 (`extension`, the global
+# object; so named until 14, `global_object` from 14.6) on, one name a slot,
+# "-" for a slot not known. Read off V8's own heap snapshot of the leak
+# fixture's core on each pinned line, slot by slot against the same core's
+# native context: a slot that held no object there (a Smi, undefined, a
+# lazily made map or function not yet made) is not known, and stays a
+# numbered `hidden` edge if another program's holds one. Checked besides:
+# `object_function` holds the Object function, `array_function` Array.
+_NATIVE_CONTEXT_SLOTS: dict[tuple[int, int], str] = {
+    (10, 2): (
+        "extension global_proxy_object embedder_data - generator_next_internal "
+        "async_module_evaluate_internal reflect_apply reflect_construct promise_then "
+        "function_prototype_apply uint8_array_fun int8_array_fun uint16_array_fun "
+        "int16_array_fun uint32_array_fun int32_array_fun float32_array_fun float64_array_fun "
+        "uint8_clamped_array_fun biguint64_array_fun bigint64_array_fun "
+        "rab_gsab_uint8_array_map rab_gsab_int8_array_map rab_gsab_uint16_array_map "
+        "rab_gsab_int16_array_map rab_gsab_uint32_array_map rab_gsab_int32_array_map "
+        "rab_gsab_float32_array_map rab_gsab_float64_array_map "
+        "rab_gsab_uint8_clamped_array_map rab_gsab_biguint64_array_map "
+        "rab_gsab_bigint64_array_map accessor_property_descriptor_map - array_buffer_fun "
+        "array_buffer_map array_buffer_noinit_fun array_function array_join_stack "
+        "async_from_sync_iterator_map async_function_constructor async_function_object_map "
+        "async_generator_function_function atomics_object bigint_function boolean_function "
+        "bound_function_with_constructor_map bound_function_without_constructor_map "
+        "call_as_constructor_delegate call_as_function_delegate call_async_module_fulfilled "
+        "call_async_module_rejected callsite_function context_extension_function "
+        "data_property_descriptor_map data_view_fun date_function - empty_function - - "
+        "extras_binding_object fast_aliased_arguments_map fast_template_instantiations_cache "
+        "function_function function_prototype generator_function_function "
+        "generator_object_prototype_map async_generator_object_prototype_map "
+        "initial_array_iterator_map initial_array_iterator_prototype initial_array_prototype "
+        "initial_error_prototype initial_generator_prototype initial_async_iterator_prototype "
+        "initial_async_generator_prototype initial_iterator_prototype "
+        "initial_map_iterator_prototype initial_map_prototype_map initial_object_prototype "
+        "initial_set_iterator_prototype initial_set_prototype initial_set_prototype_map "
+        "initial_string_iterator_map initial_string_iterator_prototype "
+        "initial_string_prototype initial_weakmap_prototype_map initial_weakset_prototype_map "
+        "intl_collator_function intl_date_time_format_function intl_display_names_function "
+        "intl_number_format_function intl_locale_function intl_list_format_function "
+        "intl_plural_rules_function intl_relative_time_format_function "
+        "intl_segmenter_function intl_segments_map intl_segment_iterator_map "
+        "iterator_result_map js_array_packed_smi_elements_map js_array_holey_smi_elements_map "
+        "js_array_packed_elements_map js_array_holey_elements_map "
+        "js_array_packed_double_elements_map js_array_holey_double_elements_map js_map_fun "
+        "js_map_map js_module_namespace_map js_set_fun js_set_map js_weak_map_fun "
+        "js_weak_set_fun js_weak_ref_fun js_finalization_registry_fun - - - - - - - - - - - - "
+        "native_context_map function_context_map module_context_map eval_context_map "
+        "script_context_map await_context_map block_context_map catch_context_map "
+        "with_context_map debug_evaluate_context_map map_cache map_key_iterator_map "
+        "map_key_value_iterator_map map_value_iterator_map - math_random_state "
+        "math_random_cache message_listeners normalized_map_cache number_function "
+        "object_function object_function_prototype object_function_prototype_map - - - - "
+        "proxy_callable_map proxy_constructor_map proxy_function proxy_map "
+        "proxy_revocable_result_map promise_prototype - regexp_exec_function regexp_function "
+        "regexp_last_match_info regexp_match_all_function regexp_match_function "
+        "regexp_prototype regexp_prototype_map regexp_replace_function regexp_result_map "
+        "regexp_result_with_indices_map regexp_result_indices_map regexp_search_function "
+        "regexp_split_function initial_regexp_string_iterator_prototype_map "
+        "script_context_table - security_token serialized_objects set_value_iterator_map "
+        "set_key_value_iterator_map shared_array_buffer_fun sloppy_arguments_map "
+        "slow_aliased_arguments_map strict_arguments_map slow_object_with_null_prototype_map "
+        "slow_object_with_object_prototype_map slow_template_instantiations_cache "
+        "atomics_waitasync_promises - regexp_species_protector sloppy_function_map "
+        "sloppy_function_with_name_map sloppy_function_without_prototype_map "
+        "sloppy_function_with_readonly_prototype_map strict_function_map "
+        "strict_function_with_name_map strict_function_with_readonly_prototype_map "
+        "strict_function_without_prototype_map method_with_name_map async_function_map "
+        "async_function_with_name_map generator_function_map generator_function_with_name_map "
+        "async_generator_function_map async_generator_function_with_name_map "
+        "class_function_map string_function string_function_prototype_map symbol_function "
+        "wasm_exported_function_map wasm_tag_constructor wasm_exception_constructor "
+        "wasm_global_constructor wasm_instance_constructor wasm_memory_constructor "
+        "wasm_module_constructor wasm_table_constructor - template_weakmap "
+        "typed_array_function typed_array_prototype array_entries_iterator "
+        "array_for_each_iterator array_keys_iterator array_values_iterator error_function "
+        "error_to_string eval_error_function aggregate_error_function global_eval_fun "
+        "global_parse_float_fun global_parse_int_fun global_proxy_function map_delete map_get "
+        "map_has map_set finalization_registry_cleanup_some function_has_instance "
+        "function_to_string object_to_string object_value_of_function promise_all "
+        "promise_all_settled promise_any promise_function range_error_function "
+        "reference_error_function set_add set_delete set_has syntax_error_function "
+        "type_error_function uri_error_function wasm_compile_error_function "
+        "wasm_link_error_function wasm_runtime_error_function wasm_exception_error_function "
+        "weakmap_set weakmap_get weakmap_delete weakset_add - retained_maps "),
+    (11, 3): (
+        "extension global_proxy_object embedder_data - generator_next_internal "
+        "async_module_evaluate_internal reflect_apply reflect_construct promise_then "
+        "function_prototype_apply uint8_array_fun int8_array_fun uint16_array_fun "
+        "int16_array_fun uint32_array_fun int32_array_fun float32_array_fun float64_array_fun "
+        "uint8_clamped_array_fun biguint64_array_fun bigint64_array_fun "
+        "rab_gsab_uint8_array_map rab_gsab_int8_array_map rab_gsab_uint16_array_map "
+        "rab_gsab_int16_array_map rab_gsab_uint32_array_map rab_gsab_int32_array_map "
+        "rab_gsab_float32_array_map rab_gsab_float64_array_map "
+        "rab_gsab_uint8_clamped_array_map rab_gsab_biguint64_array_map "
+        "rab_gsab_bigint64_array_map accessor_property_descriptor_map - array_buffer_fun "
+        "array_buffer_map array_buffer_noinit_fun array_function array_join_stack "
+        "async_from_sync_iterator_map async_function_constructor async_function_object_map "
+        "async_generator_function_function atomics_object bigint_function boolean_function "
+        "bound_function_with_constructor_map bound_function_without_constructor_map "
+        "call_as_constructor_delegate call_as_function_delegate callsite_function "
+        "context_extension_function data_property_descriptor_map data_view_fun date_function "
+        "- empty_function - - - extras_binding_object fast_aliased_arguments_map "
+        "fast_template_instantiations_cache function_function function_prototype "
+        "generator_function_function generator_object_prototype_map "
+        "async_generator_object_prototype_map initial_array_iterator_map "
+        "initial_array_iterator_prototype initial_array_prototype initial_error_prototype "
+        "initial_generator_prototype initial_async_iterator_prototype "
+        "initial_async_generator_prototype initial_iterator_prototype "
+        "initial_map_iterator_prototype initial_map_prototype_map initial_object_prototype "
+        "initial_set_iterator_prototype initial_set_prototype initial_set_prototype_map "
+        "initial_string_iterator_map initial_string_iterator_prototype "
+        "initial_string_prototype initial_weakmap_prototype_map initial_weakset_prototype_map "
+        "intl_collator_function intl_date_time_format_function intl_display_names_function - "
+        "intl_number_format_function intl_locale_function intl_list_format_function "
+        "intl_plural_rules_function intl_relative_time_format_function "
+        "intl_segmenter_function intl_segments_map intl_segment_iterator_map - - - - - - "
+        "iterator_result_map js_array_packed_smi_elements_map js_array_holey_smi_elements_map "
+        "js_array_packed_elements_map js_array_holey_elements_map "
+        "js_array_packed_double_elements_map js_array_holey_double_elements_map "
+        "js_array_template_literal_object_map - - js_map_fun js_map_map "
+        "js_module_namespace_map - js_set_fun js_set_map js_weak_map_fun js_weak_set_fun "
+        "js_weak_ref_fun js_finalization_registry_fun - - - - - - - - - - json_object - - "
+        "native_context_map function_context_map module_context_map eval_context_map "
+        "script_context_map await_context_map block_context_map catch_context_map "
+        "with_context_map debug_evaluate_context_map js_rab_gsab_data_view_map map_cache "
+        "map_key_iterator_map map_key_value_iterator_map map_value_iterator_map - "
+        "math_random_state math_random_cache message_listeners normalized_map_cache "
+        "number_function object_function object_function_prototype "
+        "object_function_prototype_map - - - - proxy_callable_map proxy_constructor_map "
+        "proxy_function proxy_map proxy_revocable_result_map promise_prototype - "
+        "regexp_exec_function regexp_function regexp_last_match_info "
+        "regexp_match_all_function regexp_match_function regexp_prototype "
+        "regexp_prototype_map regexp_replace_function regexp_result_map "
+        "regexp_result_with_indices_map regexp_result_indices_map regexp_search_function "
+        "regexp_split_function initial_regexp_string_iterator_prototype_map "
+        "script_context_table - security_token serialized_objects set_value_iterator_map "
+        "set_key_value_iterator_map shared_array_buffer_fun sloppy_arguments_map "
+        "slow_aliased_arguments_map strict_arguments_map slow_object_with_null_prototype_map "
+        "slow_object_with_object_prototype_map slow_template_instantiations_cache "
+        "atomics_waitasync_promises - regexp_species_protector sloppy_function_map "
+        "sloppy_function_with_name_map sloppy_function_without_prototype_map "
+        "sloppy_function_with_readonly_prototype_map strict_function_map "
+        "strict_function_with_name_map strict_function_with_readonly_prototype_map "
+        "strict_function_without_prototype_map method_with_name_map async_function_map "
+        "async_function_with_name_map generator_function_map generator_function_with_name_map "
+        "async_generator_function_map async_generator_function_with_name_map "
+        "class_function_map string_function string_function_prototype_map symbol_function "
+        "wasm_exported_function_map wasm_tag_constructor wasm_exception_constructor "
+        "wasm_global_constructor wasm_instance_constructor wasm_memory_constructor "
+        "wasm_module_constructor wasm_table_constructor - - typed_array_function "
+        "typed_array_prototype array_entries_iterator array_for_each_iterator "
+        "array_keys_iterator array_values_iterator error_function error_to_string "
+        "eval_error_function aggregate_error_function global_eval_fun global_parse_float_fun "
+        "global_parse_int_fun global_proxy_function map_delete map_get map_has map_set "
+        "finalization_registry_cleanup_some function_has_instance function_to_string "
+        "object_to_string object_value_of_function promise_all promise_all_settled "
+        "promise_any promise_function range_error_function reference_error_function set_add "
+        "set_delete set_has - syntax_error_function type_error_function uri_error_function "
+        "wasm_compile_error_function wasm_link_error_function wasm_runtime_error_function "
+        "weakmap_set weakmap_get weakmap_delete weakset_add - retained_maps "),
+    (12, 4): (
+        "extension global_proxy_object embedder_data - generator_next_internal "
+        "async_module_evaluate_internal reflect_apply reflect_construct promise_then "
+        "function_prototype_apply uint8_array_fun int8_array_fun uint16_array_fun "
+        "int16_array_fun uint32_array_fun int32_array_fun float32_array_fun float64_array_fun "
+        "uint8_clamped_array_fun biguint64_array_fun bigint64_array_fun - "
+        "rab_gsab_uint8_array_map rab_gsab_int8_array_map rab_gsab_uint16_array_map "
+        "rab_gsab_int16_array_map rab_gsab_uint32_array_map rab_gsab_int32_array_map "
+        "rab_gsab_float32_array_map rab_gsab_float64_array_map "
+        "rab_gsab_uint8_clamped_array_map rab_gsab_biguint64_array_map "
+        "rab_gsab_bigint64_array_map - accessor_property_descriptor_map - array_buffer_fun "
+        "array_buffer_map array_buffer_noinit_fun array_function array_join_stack - "
+        "async_from_sync_iterator_map async_function_constructor async_function_object_map "
+        "async_generator_function_function bigint_function boolean_function "
+        "bound_function_with_constructor_map bound_function_without_constructor_map "
+        "call_as_constructor_delegate call_as_function_delegate callsite_function "
+        "context_extension_function data_property_descriptor_map data_view_fun date_function "
+        "- empty_function - - - extras_binding_object fast_aliased_arguments_map "
+        "fast_template_instantiations_cache function_function function_prototype "
+        "generator_function_function generator_object_prototype_map "
+        "async_generator_object_prototype_map initial_array_iterator_map "
+        "initial_array_iterator_prototype initial_array_prototype initial_error_prototype "
+        "initial_generator_prototype initial_async_iterator_prototype "
+        "initial_async_generator_prototype initial_iterator_prototype "
+        "initial_map_iterator_prototype initial_map_prototype_map initial_object_prototype "
+        "initial_set_iterator_prototype initial_set_prototype initial_set_prototype_map "
+        "initial_string_iterator_map initial_string_iterator_prototype "
+        "initial_string_prototype initial_weakmap_prototype_map initial_weakset_prototype_map "
+        "intl_collator_function intl_date_time_format_function intl_display_names_function - "
+        "intl_number_format_function intl_locale_function intl_list_format_function "
+        "intl_plural_rules_function intl_relative_time_format_function "
+        "intl_segmenter_function intl_segments_map intl_segment_iterator_map "
+        "iterator_filter_helper_map iterator_map_helper_map iterator_take_helper_map "
+        "iterator_drop_helper_map iterator_flatMap_helper_map iterator_function "
+        "valid_iterator_wrapper_map iterator_result_map js_array_packed_smi_elements_map "
+        "js_array_holey_smi_elements_map js_array_packed_elements_map "
+        "js_array_holey_elements_map js_array_packed_double_elements_map "
+        "js_array_holey_double_elements_map js_array_template_literal_object_map js_map_fun "
+        "js_map_map js_module_namespace_map js_raw_json_map js_set_fun js_set_map "
+        "js_weak_map_fun js_weak_set_fun js_weak_ref_fun js_finalization_registry_fun - - - - "
+        "- - - - - - json_object promise_withresolvers_result_map - - - meta_map "
+        "function_context_map module_context_map eval_context_map script_context_map "
+        "await_context_map block_context_map catch_context_map with_context_map "
+        "debug_evaluate_context_map js_rab_gsab_data_view_map map_cache map_key_iterator_map "
+        "map_key_value_iterator_map map_value_iterator_map - math_random_state "
+        "math_random_cache normalized_map_cache number_function object_function "
+        "object_function_prototype object_function_prototype_map - - - - proxy_callable_map "
+        "proxy_constructor_map proxy_function proxy_map proxy_revocable_result_map "
+        "promise_prototype - regexp_exec_function regexp_function regexp_last_match_info "
+        "regexp_match_all_function regexp_match_function regexp_prototype "
+        "regexp_prototype_map regexp_replace_function regexp_result_map "
+        "regexp_result_with_indices_map regexp_result_indices_map regexp_search_function "
+        "regexp_split_function initial_regexp_string_iterator_prototype_map "
+        "script_context_table - security_token serialized_objects set_value_iterator_map "
+        "set_key_value_iterator_map shared_array_buffer_fun sloppy_arguments_map "
+        "slow_aliased_arguments_map strict_arguments_map slow_object_with_null_prototype_map "
+        "slow_object_with_object_prototype_map slow_template_instantiations_cache "
+        "atomics_waitasync_promises - regexp_species_protector sloppy_function_map "
+        "sloppy_function_with_name_map sloppy_function_without_prototype_map "
+        "sloppy_function_with_readonly_prototype_map strict_function_map "
+        "strict_function_with_name_map strict_function_with_readonly_prototype_map "
+        "strict_function_without_prototype_map method_with_name_map async_function_map "
+        "async_function_with_name_map generator_function_map generator_function_with_name_map "
+        "async_generator_function_map async_generator_function_with_name_map "
+        "class_function_map string_function string_function_prototype_map symbol_function - "
+        "wasm_webassembly_object wasm_exported_function_map wasm_tag_constructor "
+        "wasm_exception_constructor wasm_global_constructor wasm_instance_constructor "
+        "wasm_js_tag wasm_memory_constructor wasm_module_constructor wasm_table_constructor - "
+        "- typed_array_function typed_array_prototype array_entries_iterator "
+        "array_for_each_iterator array_keys_iterator array_values_iterator error_function "
+        "error_to_string eval_error_function aggregate_error_function global_eval_fun "
+        "global_parse_float_fun global_parse_int_fun global_proxy_function map_delete map_get "
+        "map_has map_set finalization_registry_cleanup_some function_has_instance "
+        "function_to_string object_to_string object_value_of_function promise_all "
+        "promise_all_settled promise_any promise_function range_error_function "
+        "reference_error_function set_add set_delete set_has - - syntax_error_function "
+        "type_error_function uri_error_function wasm_compile_error_function "
+        "wasm_link_error_function wasm_runtime_error_function weakmap_set weakmap_get "
+        "weakmap_delete weakset_add - retained_maps "),
+    (13, 6): (
+        "extension global_proxy_object embedder_data - generator_next_internal "
+        "async_module_evaluate_internal reflect_apply reflect_construct perform_promise_then "
+        "promise_then promise_resolve function_prototype_apply uint8_array_fun int8_array_fun "
+        "uint16_array_fun int16_array_fun uint32_array_fun int32_array_fun "
+        "biguint64_array_fun bigint64_array_fun uint8_clamped_array_fun float32_array_fun "
+        "float64_array_fun float16_array_fun rab_gsab_uint8_array_map rab_gsab_int8_array_map "
+        "rab_gsab_uint16_array_map rab_gsab_int16_array_map rab_gsab_uint32_array_map "
+        "rab_gsab_int32_array_map rab_gsab_biguint64_array_map rab_gsab_bigint64_array_map "
+        "rab_gsab_uint8_clamped_array_map rab_gsab_float32_array_map "
+        "rab_gsab_float64_array_map rab_gsab_float16_array_map "
+        "abstract_module_source_function abstract_module_source_prototype "
+        "accessor_property_descriptor_map - array_buffer_fun array_buffer_map "
+        "array_buffer_noinit_fun array_function array_join_stack - "
+        "async_from_sync_iterator_map async_function_constructor async_function_object_map "
+        "async_generator_function_function bigint_function boolean_function "
+        "bound_function_with_constructor_map bound_function_without_constructor_map "
+        "call_as_constructor_delegate call_as_function_delegate callsite_function "
+        "context_extension_function data_property_descriptor_map data_view_fun date_function "
+        "- empty_function - - - extras_binding_object fast_aliased_arguments_map "
+        "fast_template_instantiations_cache function_function function_prototype "
+        "generator_function_function generator_object_prototype_map "
+        "async_generator_object_prototype_map initial_array_iterator_map "
+        "initial_array_iterator_prototype initial_array_prototype initial_error_prototype "
+        "initial_generator_prototype initial_async_iterator_prototype "
+        "initial_async_generator_prototype initial_iterator_prototype - "
+        "initial_map_iterator_prototype initial_map_prototype_map initial_object_prototype "
+        "initial_set_iterator_prototype initial_set_prototype initial_set_prototype_map "
+        "initial_string_iterator_map initial_string_iterator_prototype "
+        "initial_string_prototype initial_weakmap_prototype_map initial_weakset_prototype_map "
+        "intl_collator_function intl_date_time_format_function intl_display_names_function "
+        "intl_duration_format_function intl_number_format_function intl_locale_function "
+        "intl_list_format_function intl_plural_rules_function "
+        "intl_relative_time_format_function intl_segmenter_function intl_segments_map "
+        "intl_segment_data_object_map intl_segment_data_object_wordlike_map "
+        "intl_segment_iterator_map iterator_filter_helper_map iterator_map_helper_map "
+        "iterator_take_helper_map iterator_drop_helper_map iterator_flatMap_helper_map "
+        "iterator_function valid_iterator_wrapper_map iterator_result_map "
+        "js_array_packed_smi_elements_map js_array_holey_smi_elements_map "
+        "js_array_packed_elements_map js_array_holey_elements_map "
+        "js_array_packed_double_elements_map js_array_holey_double_elements_map "
+        "js_array_template_literal_object_map js_disposable_stack_function "
+        "js_async_disposable_stack_function js_disposable_stack_map js_map_fun js_map_map "
+        "js_module_namespace_map js_raw_json_map js_set_fun js_set_map js_weak_map_fun "
+        "js_weak_set_fun js_weak_ref_fun js_finalization_registry_fun - - - - - - - - - - "
+        "json_object promise_withresolvers_result_map - - - meta_map function_context_map "
+        "module_context_map eval_context_map script_context_map await_context_map "
+        "block_context_map catch_context_map with_context_map debug_evaluate_context_map "
+        "js_rab_gsab_data_view_map map_cache map_key_iterator_map map_key_value_iterator_map "
+        "map_value_iterator_map - math_random_state math_random_cache normalized_map_cache "
+        "number_function object_function object_function_prototype "
+        "object_function_prototype_map - - - - proxy_callable_map proxy_constructor_map "
+        "proxy_function proxy_map proxy_revocable_result_map promise_prototype - "
+        "regexp_exec_function regexp_function regexp_last_match_info "
+        "regexp_match_all_function regexp_match_function regexp_prototype "
+        "regexp_prototype_map regexp_replace_function regexp_result_map "
+        "regexp_result_with_indices_map regexp_result_indices_map regexp_search_function "
+        "regexp_split_function initial_regexp_string_iterator_prototype_map "
+        "script_context_table - security_token serialized_objects set_value_iterator_map "
+        "set_key_value_iterator_map shared_array_buffer_fun sloppy_arguments_map "
+        "slow_aliased_arguments_map strict_arguments_map slow_object_with_null_prototype_map "
+        "slow_object_with_object_prototype_map slow_template_instantiations_cache "
+        "atomics_waitasync_promises - regexp_species_protector sloppy_function_map "
+        "sloppy_function_with_name_map sloppy_function_without_prototype_map "
+        "sloppy_function_with_readonly_prototype_map strict_function_map "
+        "strict_function_with_name_map strict_function_with_readonly_prototype_map "
+        "strict_function_without_prototype_map method_with_name_map async_function_map "
+        "async_function_with_name_map generator_function_map generator_function_with_name_map "
+        "async_generator_function_map async_generator_function_with_name_map "
+        "class_function_map string_function string_function_prototype_map symbol_function - - "
+        "wasm_webassembly_object wasm_exported_function_map wasm_tag_constructor "
+        "wasm_exception_constructor wasm_global_constructor wasm_instance_constructor "
+        "wasm_js_tag wasm_memory_constructor wasm_module_constructor wasm_table_constructor "
+        "wasm_suspending_constructor - - - - - typed_array_function typed_array_prototype "
+        "array_entries_iterator array_for_each_iterator array_keys_iterator "
+        "array_values_iterator error_function error_to_string eval_error_function "
+        "aggregate_error_function global_eval_fun global_parse_float_fun global_parse_int_fun "
+        "global_proxy_function map_delete map_get map_has map_set function_has_instance "
+        "function_to_string object_to_string object_value_of_function promise_all "
+        "promise_all_settled promise_any promise_function range_error_function "
+        "reference_error_function set_add set_delete set_has - suppressed_error_function "
+        "syntax_error_function type_error_function uri_error_function "
+        "wasm_compile_error_function wasm_link_error_function wasm_suspend_error_function "
+        "wasm_runtime_error_function weakmap_set weakmap_get weakmap_delete weakset_add - "
+        "retained_maps "),
+    (14, 6): (
+        "global_object global_proxy_object embedder_data - generator_next_internal "
+        "async_module_evaluate_internal reflect_apply reflect_construct perform_promise_then "
+        "promise_then promise_resolve function_prototype_apply uint8_array_fun int8_array_fun "
+        "uint16_array_fun int16_array_fun uint32_array_fun int32_array_fun "
+        "biguint64_array_fun bigint64_array_fun uint8_clamped_array_fun float32_array_fun "
+        "float64_array_fun float16_array_fun rab_gsab_uint8_array_map rab_gsab_int8_array_map "
+        "rab_gsab_uint16_array_map rab_gsab_int16_array_map rab_gsab_uint32_array_map "
+        "rab_gsab_int32_array_map rab_gsab_biguint64_array_map rab_gsab_bigint64_array_map "
+        "rab_gsab_uint8_clamped_array_map rab_gsab_float32_array_map "
+        "rab_gsab_float64_array_map rab_gsab_float16_array_map "
+        "abstract_module_source_function abstract_module_source_prototype "
+        "accessor_property_descriptor_map - array_buffer_fun array_buffer_map "
+        "array_buffer_noinit_fun array_function array_join_stack - "
+        "async_from_sync_iterator_map async_function_constructor async_function_object_map "
+        "async_generator_function_function bigint_function boolean_function "
+        "bound_function_with_constructor_map bound_function_without_constructor_map "
+        "call_as_constructor_delegate call_as_function_delegate callsite_function "
+        "context_extension_function data_property_descriptor_map data_view_fun date_function "
+        "- empty_function - - - extras_binding_object fast_aliased_arguments_map "
+        "fast_template_instantiations_cache function_function function_prototype "
+        "generator_function_function generator_object_prototype_map "
+        "async_generator_object_prototype_map initial_array_iterator_map "
+        "initial_array_iterator_prototype initial_array_prototype initial_error_prototype "
+        "initial_generator_prototype initial_async_iterator_prototype "
+        "initial_async_generator_prototype initial_iterator_function "
+        "initial_iterator_helper_prototype initial_iterator_prototype - "
+        "initial_map_iterator_prototype initial_map_prototype initial_map_prototype_map "
+        "initial_object_prototype initial_set_iterator_prototype initial_set_prototype "
+        "initial_set_prototype_map initial_string_iterator_map "
+        "initial_string_iterator_prototype initial_string_prototype initial_weakmap_prototype "
+        "initial_weakmap_prototype_map initial_weakset_prototype_map intl_collator_function "
+        "intl_date_time_format_function intl_display_names_function "
+        "intl_duration_format_function intl_number_format_function intl_locale_function "
+        "intl_list_format_function intl_plural_rules_function "
+        "intl_relative_time_format_function intl_segmenter_function intl_segments_map "
+        "intl_segment_data_object_map intl_segment_data_object_wordlike_map "
+        "intl_segment_iterator_map iterator_filter_helper_map iterator_map_helper_map "
+        "iterator_take_helper_map iterator_drop_helper_map iterator_flatMap_helper_map "
+        "iterator_concat_helper_map iterator_function valid_iterator_wrapper_map "
+        "iterator_result_map js_array_packed_smi_elements_map js_array_holey_smi_elements_map "
+        "js_array_packed_elements_map js_array_holey_elements_map "
+        "js_array_packed_double_elements_map js_array_holey_double_elements_map "
+        "js_array_template_literal_object_map js_disposable_stack_function "
+        "js_async_disposable_stack_function js_disposable_stack_map js_map_fun js_map_map "
+        "js_module_namespace_map js_deferred_module_namespace_map js_raw_json_map js_set_fun "
+        "js_set_map js_weak_map_fun js_weak_set_fun js_weak_ref_fun "
+        "js_finalization_registry_fun - - - - - - - - - json_object "
+        "promise_withresolvers_result_map - meta_map function_context_map module_context_map "
+        "eval_context_map script_context_map await_context_map block_context_map "
+        "catch_context_map with_context_map debug_evaluate_context_map "
+        "js_rab_gsab_data_view_map map_cache map_key_iterator_map map_key_value_iterator_map "
+        "map_value_iterator_map - math_random_state math_random_cache normalized_map_cache "
+        "number_function object_function object_function_prototype "
+        "object_function_prototype_map - - - - proxy_callable_map proxy_constructor_map "
+        "proxy_function proxy_map proxy_revocable_result_map promise_prototype - "
+        "regexp_exec_function regexp_function regexp_last_match_info "
+        "regexp_match_all_function regexp_match_function regexp_prototype "
+        "regexp_prototype_map regexp_replace_function regexp_result_map "
+        "regexp_result_with_indices_map regexp_result_indices_map regexp_search_function "
+        "regexp_split_function initial_regexp_string_iterator_prototype_map "
+        "script_context_table - security_token serialized_objects set_value_iterator_map "
+        "set_key_value_iterator_map shared_array_buffer_fun sloppy_arguments_map "
+        "slow_aliased_arguments_map strict_arguments_map slow_object_with_null_prototype_map "
+        "slow_object_with_object_prototype_map slow_template_instantiations_cache "
+        "atomics_waitasync_promises set_unit8_array_result_map - "
+        "initial_array_prototype_validity_cell sloppy_function_map "
+        "sloppy_function_with_name_map sloppy_function_without_prototype_map "
+        "sloppy_function_with_readonly_prototype_map strict_function_map "
+        "strict_function_with_name_map strict_function_with_readonly_prototype_map "
+        "strict_function_without_prototype_map method_with_name_map async_function_map "
+        "async_function_with_name_map generator_function_map generator_function_with_name_map "
+        "async_generator_function_map async_generator_function_with_name_map "
+        "class_function_map string_function string_function_prototype_map symbol_function - - "
+        "wasm_webassembly_object wasm_exported_function_map wasm_tag_constructor "
+        "wasm_exception_constructor wasm_global_constructor wasm_instance_constructor "
+        "wasm_js_tag wasm_memory_constructor wasm_module_constructor wasm_table_constructor "
+        "wasm_suspending_constructor - - - - - typed_array_function typed_array_prototype "
+        "array_entries_iterator array_for_each_iterator array_keys_iterator "
+        "array_values_iterator error_function error_to_string eval_error_function "
+        "aggregate_error_function global_eval_fun global_parse_float_fun global_parse_int_fun "
+        "global_proxy_function map_delete map_get map_has map_set function_has_instance "
+        "function_to_string object_to_string object_value_of_function promise_all "
+        "promise_all_settled promise_any promise_function range_error_function "
+        "reference_error_function set_add set_delete set_has - suppressed_error_function "
+        "syntax_error_function type_error_function uri_error_function "
+        "wasm_compile_error_function wasm_link_error_function wasm_suspend_error_function "
+        "wasm_runtime_error_function weakmap_set weakmap_get weakmap_delete weakset_add - "
+        "retained_maps "),
+}
+
+
+def native_context_slot_names(version: tuple[int, ...]) -> dict[int, str]:
+    """Slot index -> V8's name of a native context's slots, for the lines
+    measured ({} for another: its slots stay numbered)."""
+    text = _NATIVE_CONTEXT_SLOTS.get((version[0], version[1]), "")
+    return {2 + i: n for i, n in enumerate(text.split()) if n != "-"}
+
+
 # -- GC roots ------------------------------------------------------------------------------
 # The sub-roots of `(GC roots)` in V8's heap snapshots: V8's Root enum
 # (visitors.h ROOT_ID_LIST) by the names the snapshot gives them, in the

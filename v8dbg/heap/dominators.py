@@ -94,15 +94,20 @@ def reach(np, first_edge, edge_to, starts, usable):
     seen = np.zeros(n, bool)
     front = np.unique(np.asarray(starts, np.int64))
     seen[front] = True
+    stamp = np.empty(n, np.int64)  # for keeping a node found twice in one step once
     while len(front):
         check_interrupted()
         found = []
         for e in expand(np, first_edge, front):
             e = e[usable[e]]
-            to = np.unique(edge_to[e])
-            to = to[~seen[to]]
+            to = edge_to[e]
+            to = to[~seen[to]].astype(np.int64)
+            # Keep each node once (no sort): the last write of a scatter wins.
+            r = np.arange(len(to), dtype=np.int64)
+            stamp[to] = r
+            to = to[stamp[to] == r]
             seen[to] = True
-            found.append(to.astype(np.int64))
+            found.append(to)
         front = np.concatenate(found) if found else front[:0]
     return seen
 

@@ -338,7 +338,7 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
         rounds.append((r, i, segof[i]))
         r *= 2
         i = i[pos[i] % (2 * r) == 0]
-    del pos, segof, rcnt
+    del pos, segof
 
     moved = None
     while True:
@@ -360,7 +360,16 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
         got[pdirty] = x
         pw = got[pinv] >= 0
         pres[pw] = got[pinv][pw]
-        a_ = rms.copy()
+        # A predecessor numbered above its set's smallest is not the meet (an
+        # ancestor of that smallest, numbered at most it) but under it: its
+        # dominator stands in for it, same meet, and the many predecessors of a
+        # map or a shared prototype mostly become one node, met at once.
+        if len(rn):
+            low = np.repeat(np.minimum.reduceat(rms, rseg[:-1]), rcnt)
+            a_ = np.where(rms > low, dom[rms], rms)
+            del low
+        else:
+            a_ = rms.copy()
         for r, i, s in rounds:
             i = i[rdirty[s]]
             x, y = a_[i], a_[i + r]
@@ -375,7 +384,7 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
             break
         dom[pn] = pres
         dom[rn] = rres
-    del moved, ua, ub, pinv, rms, rounds
+    del moved, ua, ub, pinv, rms, rounds, rcnt
 
     # Children of each node, by number: kids[kfirst[v]:kfirst[v+1]].
     kids = _sort_small(np, dom[1:], n) + 1

@@ -94,15 +94,20 @@ def reach(np, first_edge, edge_to, starts, usable):
     seen = np.zeros(n, bool)
     front = np.unique(np.asarray(starts, np.int64))
     seen[front] = True
+    stamp = np.empty(n, np.int64)  # for keeping a node found twice in one step once
     while len(front):
         check_interrupted()
         found = []
         for e in expand(np, first_edge, front):
             e = e[usable[e]]
-            to = np.unique(edge_to[e])
-            to = to[~seen[to]]
+            to = edge_to[e]
+            to = to[~seen[to]].astype(np.int64)
+            # Keep each node once (no sort): the last write of a scatter wins.
+            r = np.arange(len(to), dtype=np.int64)
+            stamp[to] = r
+            to = to[stamp[to] == r]
             seen[to] = True
-            found.append(to.astype(np.int64))
+            found.append(to)
         front = np.concatenate(found) if found else front[:0]
     return seen
 
@@ -333,7 +338,7 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
         rounds.append((r, i, segof[i]))
         r *= 2
         i = i[pos[i] % (2 * r) == 0]
-    del pos, segof, rcnt
+    del pos, segof
 
     moved = None
     while True:
@@ -355,7 +360,16 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
         got[pdirty] = x
         pw = got[pinv] >= 0
         pres[pw] = got[pinv][pw]
-        a_ = rms.copy()
+        # A predecessor numbered above its set's smallest is not the meet (an
+        # ancestor of that smallest, numbered at most it) but under it: its
+        # dominator stands in for it, same meet, and the many predecessors of a
+        # map or a shared prototype mostly become one node, met at once.
+        if len(rn):
+            low = np.repeat(np.minimum.reduceat(rms, rseg[:-1]), rcnt)
+            a_ = np.where(rms > low, dom[rms], rms)
+            del low
+        else:
+            a_ = rms.copy()
         for r, i, s in rounds:
             i = i[rdirty[s]]
             x, y = a_[i], a_[i + r]
@@ -370,7 +384,7 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
             break
         dom[pn] = pres
         dom[rn] = rres
-    del moved, ua, ub, pinv, rms, rounds
+    del moved, ua, ub, pinv, rms, rounds, rcnt
 
     # Children of each node, by number: kids[kfirst[v]:kfirst[v+1]].
     kids = _sort_small(np, dom[1:], n) + 1

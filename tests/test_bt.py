@@ -2,7 +2,8 @@
 
 On every pinned line, in gdb and in lldb, on a core (stack.js optimized with
 TurboFan: interpreted, baseline, builtin, TurboFan and inlined frames; with
-Maglev too where node ships it) and on
+Maglev too where node ships it; test_bt_on_core is in tests/test_stack.py,
+in the same debugger run as jsstack's checks of those cores) and on
 a live process: `bt` names every JS frame with the function and position
 jsstack gives it, and those are V8's own; no frame is `??` or a bare address;
 gdb's `bt` goes on to the bottom of the stack (`_start`, after
@@ -27,17 +28,6 @@ DEBUGGERS = ["gdb", "lldb"]
 LABEL = re.compile(r"^(?P<name>.*?) \((?P<where>[^()]*)\) \[(?P<tier>[a-z]+)(?P<inl> inlined)?\]")
 GDB_LINE = re.compile(r"^(?:#(?P<level>\d+)\s+)?(?:(?P<pc>0x[0-9a-f]+) in )?(?P<rest>.*)$")
 LLDB_LINE = re.compile(r"^\s*\*?\s*frame #(?P<level>\d+): (?P<pc>0x[0-9a-f]+)(?P<rest>.*)$")
-
-
-# TurboFan on every line (its core also has interpreted, baseline and builtin
-# frames), Maglev where node ships it.
-CASES = [(v, t) for v in VERSIONS for t in ("turbofan", "maglev") if tier_flags(v, t)]
-
-
-@pytest.fixture(scope="module")
-def cores():
-    return {(v, t): make_core(v, "stack.js", tier_flags(v, t), {"V8DBG_TIER": t})
-            for v, t in CASES}
 
 
 def frame_lines(debugger: str, text: str) -> list[tuple[str, str]]:
@@ -99,18 +89,20 @@ def check(debugger: str, bt: str, stack_json: str, expected: str, top: str = "di
         assert any(r.startswith("__libc_start_call_main") for _, r in lines), bt
 
 
-@pytest.mark.parametrize("debugger", DEBUGGERS)
-@pytest.mark.parametrize("version,tier", CASES)
-def test_bt_on_core(debugger, version, tier, cores):
-    d = cores[(version, tier)]
-    runner = run_gdb if debugger == "gdb" else run_lldb
+def bt_commands(debugger: str) -> list[str]:
+    """bt, then with `v8dbg bt off` and on again, moving between frames: one
+    debugger run on a core (tests/test_stack.py adds them to its own run)."""
     move = ["frame 12", "up", "info frame"] if debugger == "gdb" else ["frame select 12", "up"]
     walk = WALK if debugger == "gdb" else []
     off_move = ["frame 12", "info frame"] if debugger == "gdb" else ["frame select 12", "frame select 0"]
-    bt, stack, *outs = runner(
-        version, ["bt", "jsstack --json", *walk, "v8dbg bt off", "bt", *off_move,
-                  "v8dbg bt on", "bt", *move],
-        core=d / "core")
+    return ["bt", "jsstack --json", *walk, "v8dbg bt off", "bt", *off_move,
+            "v8dbg bt on", "bt", *move]
+
+
+def check_bt_on_core(debugger: str, tier: str, d, outputs: list[str]) -> None:
+    """What bt_commands printed on the core of stack.js in directory D."""
+    walk = WALK if debugger == "gdb" else []
+    bt, stack, *outs = outputs
     walked, (off, bt_off, off_frame, off_info, on, bt_on, *moved) = outs[:len(walk)], \
         outs[len(walk):]
     if walk:
@@ -213,16 +205,23 @@ def levels(debugger: str, text: str) -> dict[int, tuple[str, str]]:
 @pytest.mark.parametrize("debugger", DEBUGGERS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_bt_on_live_process(debugger, version):
-    """Attached while the process spins in JavaScript: frame 0 is JS itself."""
+    """Attached while the process spins in JavaScript: frame 0 is JS itself;
+    jsstack matches V8's stack; after the detach the process keeps running
+    (tests/test_stack.py's check of jsstack on a live process)."""
     with LiveNode(version, "stack.js", ("--allow-natives-syntax",)) as node:
+        before = node.cpu_time()
         runner = run_gdb if debugger == "gdb" else run_lldb
         walk = WALK if debugger == "gdb" else []
         bt, stack, *moved = runner(version, ["bt", "jsstack --json", *walk], pid=node.pid)
+        compare(json_line(stack), (node.dir / "expected-stack.txt").read_text())
         check(debugger, bt, stack, (node.dir / "expected-stack.txt").read_text())
         if walk:
             check_walk(bt, moved)
         time.sleep(0.5)
         assert node.alive()
+        after = node.cpu_time()
+        time.sleep(0.5)
+        assert node.cpu_time() > after >= before
 
 
 @pytest.mark.parametrize("debugger", DEBUGGERS)

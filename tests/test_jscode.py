@@ -45,6 +45,21 @@ def stack(version, core) -> list[dict]:
     return _stacks[version]
 
 
+_codes: dict = {}
+
+
+def codes(frontend, version, core) -> list[str]:
+    """jscode of hot's TurboFan frame and of die's interpreted one, JSON and
+    text, in one run of the front end."""
+    if (frontend, version) not in _codes:
+        frames = stack(version, core)
+        hot, die = frame_of(frames, "hot")["index"], frame_of(frames, "die")["index"]
+        _codes[(frontend, version)] = run(frontend, version, core / "core", [
+            f"jscode --frame {hot} --json", f"jscode --frame {hot}",
+            f"jscode --frame {die} --json", f"jscode --frame {die}"])
+    return _codes[(frontend, version)]
+
+
 def frame_of(frames: list[dict], name: str, inlined: bool = False) -> dict:
     return next(f for f in frames if f["kind"] == "js" and f["function"] == name
                 and f["inlined"] == inlined)
@@ -70,8 +85,7 @@ def test_turbofan_frame(frontend, version, cores):
     frames = stack(version, core)
     hot = frame_of(frames, "hot")
     assert hot["tier"] == "turbofan", hot
-    out = run(frontend, version, core / "core", [f"jscode --frame {hot['index']} --json",
-                                                  f"jscode --frame {hot['index']}"])
+    out = codes(frontend, version, core)[:2]
     doc = json_line(out[0], "jscode")
     assert (doc["function"], doc["tier"]) == ("hot", "turbofan")
     assert doc["disassembler"].split()[0] == {"cli": "capstone", "gdb": "gdb",
@@ -112,8 +126,7 @@ def test_interpreted_frame(frontend, version, cores):
     frames = stack(version, core)
     die = frame_of(frames, "die")
     assert die["tier"] == "interpreted", die
-    out = run(frontend, version, core / "core", [f"jscode --frame {die['index']} --json",
-                                                  f"jscode --frame {die['index']}"])
+    out = codes(frontend, version, core)[2:]
     doc = json_line(out[0], "jscode")
     assert (doc["function"], doc["tier"], doc["disassembler"]) == ("die", "interpreted", None)
     check_bytes(version, core, doc)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
 from support import (FRONTENDS, VERSIONS, LiveNode, json_line, major, make_core, node_binary,
-                     read_json, run, run_gdb, run_lldb)
+                     read_json, run)
 
 TIERS = ["interpreted", "baseline", "maglev", "turbofan"]
 LINE = re.compile(r"^\s*at (?:(?P<name>.*?) \((?P<loc>.*)\)|(?P<bare>.*))$")
@@ -94,11 +93,17 @@ def cores():
     return out
 
 
+# The cores the debuggers' own bt is checked on (tests/test_bt.py), TurboFan on
+# every line and Maglev where node ships it, in this module's debugger runs.
+BT_CASES = [(v, t) for v in VERSIONS for t in ("turbofan", "maglev") if tier_flags(v, t)]
+
+
 _results: dict = {}
 
 
 def results(frontend: str, version: str, cores) -> dict:
     """Run every command this module needs, for all tiers of a version, in one debugger each."""
+    import test_bt  # (it imports this module)
     key = (frontend, version)
     if key not in _results:
         per = {}
@@ -107,9 +112,24 @@ def results(frontend: str, version: str, cores) -> dict:
                 continue
             cmds = ["jsstack --json", "jsstack -v --json", "jsstack -a --json", "jsstack -n 3",
                     "jsframe 6", "jsframe 7", "jsframe 8", "jsframe 9", "jsframe 999"]
-            per[t] = dict(zip(cmds, run(frontend, v, d / "core", cmds)))
+            bt = test_bt.bt_commands(frontend) if (v, t) in BT_CASES and frontend != "cli" else []
+            outs = run(frontend, v, d / "core", cmds + bt)
+            per[t] = dict(zip(cmds, outs))
+            _bt[(frontend, v, t)] = outs[len(cmds):]
         _results[key] = per
     return _results[key]
+
+
+_bt: dict = {}
+
+
+@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
+@pytest.mark.parametrize("version,tier", BT_CASES)
+def test_bt_on_core(debugger, version, tier, cores):
+    """The debugger's own bt (tests/test_bt.py), in the run above."""
+    import test_bt
+    results(debugger, version, cores)
+    test_bt.check_bt_on_core(debugger, tier, cores[(version, tier)], _bt[(debugger, version, tier)])
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
@@ -187,6 +207,18 @@ def api_cores():
     return {v: make_core(v, "apiframes.js") for v in VERSIONS}
 
 
+_api_outputs: dict = {}
+
+
+def api_outputs(frontend: str, version: str) -> list[str]:
+    """The apiframes core's commands, in one run of each front end."""
+    if (frontend, version) not in _api_outputs:
+        _api_outputs[(frontend, version)] = run(
+            frontend, version, make_core(version, "apiframes.js") / "core",
+            ["jsstack -a --json", "jsstack --json", "jsstack -v", "jsstack -v --json"])
+    return _api_outputs[(frontend, version)]
+
+
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_api_constructor_frame_hidden(frontend, version, api_cores):
@@ -196,10 +228,24 @@ def test_api_constructor_frame_hidden(frontend, version, api_cores):
     BuiltinExitFrame on 18/20, an ApiCallbackExitFrame later): V8's trace
     leaves both API functions out, and so does jsstack."""
     d = api_cores[version]
-    full, doc = run(frontend, version, d / "core", ["jsstack -a --json", "jsstack --json"])
+    full, doc = api_outputs(frontend, version)[:2]
     compare(json_line(doc), (d / "expected-stack.txt").read_text())
     exits = [f for f in json_line(full)["frames"] if f.get("frame_type") == "BuiltinExitFrame"]
     assert exits and all(f["kind"] == "internal" for f in exits), exits
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_global_receiver_named(version: str, frontend: str) -> None:
+    """`jsstack -v` names the global object as `this` (a script's top level run
+    by vm.runInThisContext) instead of listing its members; JSON keeps it."""
+    text, doc = api_outputs(frontend, version)[2:]
+    fr = [f for f in json_line(doc)["frames"] if f.get("script") == "evalmachine.<anonymous>"]
+    assert fr and fr[0]["this"]["global_proxy"] and fr[0]["this"]["constructor"] == "Object"
+    lines = text.splitlines()
+    at = [i for i, line in enumerate(lines) if "(anonymous) at evalmachine.<anonymous>:1:1" in line]
+    assert at and lines[at[0] + 1] == "       this: <global>", lines[at[0]:at[0] + 3]
+    assert not any("Object [global]" in line for line in lines)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -238,23 +284,6 @@ def test_wrong_binary_is_refused(version, cores):
                        text=True, timeout=60)
     assert p.returncode != 0
     assert p.stderr.startswith("v8dbg: ") and "build-id" in p.stderr and "Traceback" not in p.stderr
-
-
-@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
-@pytest.mark.parametrize("version", VERSIONS)
-def test_live_process(debugger, version):
-    """Attach, jsstack, detach: the stack matches V8's and the process keeps running."""
-    with LiveNode(version, "stack.js", ("--allow-natives-syntax",)) as node:
-        before = node.cpu_time()
-        runner = run_gdb if debugger == "gdb" else run_lldb
-        outs = runner(version, ["jsstack --json"], pid=node.pid)
-        doc = json_line(outs[0])
-        compare(doc, (node.dir / "expected-stack.txt").read_text())
-        time.sleep(0.5)
-        assert node.alive()
-        after = node.cpu_time()
-        time.sleep(0.5)
-        assert node.cpu_time() > after >= before
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -9,12 +9,14 @@ frames; on a gcore of an idle node, every thread the kernel listed in
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import pytest
 
 from support import (FRONTENDS, VERSIONS, LiveNode, gcore_of, json_line, make_core, read_json,
                      run, run_gdb, run_lldb)
 from test_stack import compare
+from test_values import _sess
 
 TOPS = {"main": "mainAbort", "alpha": "blockForever", "beta": "blockForever"}
 
@@ -44,15 +46,44 @@ def check_all(doc: dict, expected_dir) -> list[int]:
     return [found["alpha"]["thread"]["tid"], found["beta"]["thread"]["tid"]]
 
 
+@lru_cache(maxsize=None)
+def threads_of(version: str) -> tuple[dict[str, int], str]:
+    """({main, alpha, beta: tid}, the address of alpha's first Thing) in the
+    workers core, read in-process: the front ends' batch below names them."""
+    d = make_core(version, "workers.js")
+    sess = _sess(version, d / "core")
+    doc = json_line(sess.run("jsstack", ["--all", "--json"])[0], "jsstack")
+    tids = {owner(t): t["thread"]["tid"] for t in doc["threads"] if owner(t) is not None}
+    inst = json_line(sess.run("findjsinstances", ["--thread", str(tids["alpha"]), "-n", "1",
+                                                  "--json", "Thing"])[0], "findjsinstances")
+    return tids, inst["instances"][0]
+
+
+@lru_cache(maxsize=None)
+def outputs(frontend: str, version: str) -> tuple[str, ...]:
+    """Every command the workers core is asked here, in one debugger run per
+    front end (errors last)."""
+    d = make_core(version, "workers.js")
+    tids, inst = threads_of(version)
+    return tuple(run(frontend, version, d / "core", [
+        "jsstack --all --json", f"jsstack --thread {tids['alpha']} --json",
+        "jsisolates --json", "findjsinstances --json Thing",
+        "findjsinstances --isolate 1 --json Thing", "findjsinstances --isolate 2 --json Thing",
+        "findjsobjects --isolate 2 -c Thing --json",
+        f"findjsinstances --thread {tids['alpha']} -n 1 --json Thing",
+        f"nodeinfo --thread {tids['beta']} --json", f"findjsrefs --json {inst}",
+        "findjsobjects --isolate 7", "findjsinstances --thread 1 Thing"]))
+
+
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_all_threads(frontend, version):
     d = make_core(version, "workers.js")
-    out = run(frontend, version, d / "core", ["jsstack --all --json"])
+    out = outputs(frontend, version)
     tids = check_all(json_line(out[0]), d)
+    assert tids == [threads_of(version)[0]["alpha"], threads_of(version)[0]["beta"]]
     # A worker's own thread, selected explicitly.
-    one = run(frontend, version, d / "core", [f"jsstack --thread {tids[0]} --json"])
-    doc = json_line(one[0])
+    doc = json_line(out[1])
     assert owner(doc) == "alpha"
     compare(doc, (d / "expected-stack-alpha.txt").read_text(), "blockForever")
 
@@ -95,41 +126,34 @@ def test_isolates(frontend, version):
     expected = {n: read_json(d, f"expected-things-{n}.json")["count"]
                 for n in ("main", "alpha", "beta")}
     assert len(set(expected.values())) == 3
-    out = run(frontend, version, d / "core", [
-        "jsstack --all --json", "jsisolates --json", "findjsinstances --json Thing",
-        "findjsinstances --isolate 1 --json Thing", "findjsinstances --isolate 2 --json Thing",
-        "findjsobjects --isolate 2 -c Thing --json"])
+    out = outputs(frontend, version)
     by_thread = {owner(t): t["thread"]["tid"] for t in json_line(out[0])["threads"]}
-    isos = json_line(out[1])["isolates"]
+    isos = json_line(out[2])["isolates"]
     assert [i["index"] for i in isos] == [0, 1, 2], isos
     runs = {tid: i["index"] for i in isos for tid in (t["tid"] for t in i["threads"])}
     # Each JS thread is tied to its own isolate; the main thread's is number 0.
     assert runs[by_thread["main"]] == 0
     assert {runs[by_thread["alpha"]], runs[by_thread["beta"]]} == {1, 2}
     name_of = {runs[by_thread[n]]: n for n in ("main", "alpha", "beta")}
-    default = json_line(out[2])
+    default = json_line(out[3])
     assert default["count"] == expected["main"] and default["isolate"]["index"] == 0
     for k in (1, 2):
-        doc = json_line(out[2 + k])
+        doc = json_line(out[3 + k])
         assert doc["count"] == expected[name_of[k]], (k, doc["count"], expected)
         assert doc["isolate"]["index"] == k
-    groups = json_line(out[5])["groups"]
+    groups = json_line(out[6])["groups"]
     assert [g["count"] for g in groups] == [expected[name_of[2]]]
     # By thread id; and findjsrefs picks the isolate that holds its address.
     alpha = by_thread["alpha"]
-    one = run(frontend, version, d / "core", [
-        f"findjsinstances --thread {alpha} -n 1 --json Thing",
-        f"nodeinfo --thread {by_thread['beta']} --json", "findjsobjects --isolate 7"])
-    doc = json_line(one[0])
+    assert alpha == threads_of(version)[0]["alpha"]
+    doc = json_line(out[7])
     assert doc["count"] == expected["alpha"] and doc["isolate"]["index"] == runs[alpha]
-    info = json_line(one[1])
+    assert doc["instances"][0] == threads_of(version)[1]
+    info = json_line(out[8])
     assert info["isolate"]["index"] == runs[by_thread["beta"]]
     assert info["exec_path"] and info["exec_path"].endswith("node")
-    refs_out = run(frontend, version, d / "core", [
-        f"findjsrefs --json {doc['instances'][0]}", "findjsinstances --thread 1 Thing"])
-    refs = json_line(refs_out[0])
+    refs = json_line(out[9])
     assert refs["isolate"]["index"] == runs[alpha]
     assert any(r["holder_type"] == "array" and r["via"].startswith("[") for r in refs["refs"]), refs
-    # Errors come last: lldb -b stops at the first failing command.
-    assert "v8dbg: no isolate 7" in one[2]
-    assert "v8dbg: no thread 1 in the target" in refs_out[1]
+    assert "v8dbg: no isolate 7" in out[10]
+    assert "v8dbg: no thread 1 in the target" in out[11]

@@ -180,6 +180,10 @@ _CODE_12 = {
     ("BytecodeArray", "constant_pool"): 40,
     ("Code", "deoptimization_data"): 8,
     ("Code", "source_position_table"): 16,
+    # An InstructionStream (in code space) keeps its own body size (u32)
+    # after its header's code and relocation info (checked in cores of 22,
+    # 24 and 26: header and body to CodeAlignment end where the next starts).
+    ("InstructionStream", "body_size"): 24,
 }
 # From V8 12.9 the SFI keeps its function data in two slots: trusted data
 # (bytecode, code, uncompiled data; Smi 0 when unused) at +8 and untrusted
@@ -221,9 +225,6 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     }},
     (12, 4): {"consts": {}, "fields": {
         **_CODE_12, ("BytecodeArray", "parameter_size"): 52,
-        # An InstructionStream's own body size (u32) after its header's
-        # code and relocation info.
-        ("InstructionStream", "body_size"): 24,
     }},
     (13, 6): {"consts": dict(_SCOPE_INFO_13), "fields": {**_CODE_12, **_SFI_DATA_13}},
     (14, 6): {"consts": {

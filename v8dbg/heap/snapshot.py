@@ -34,6 +34,7 @@ from . import census
 from . import graph as gmod
 from .edges import Extra, StringTable, buffer_data, extra_edges, type_edges
 from .locations import Location, Locations
+from .selfsize import node_maps as _node_maps, snapshot_sizes
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -312,25 +313,6 @@ def _decimal(np, cols) -> bytes:
     return mat[keep].tobytes()[:-1]
 
 
-def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
-    """The map word of every node (0 for synthetic ones), read page by page."""
-    out = np.zeros(g.nodes, dtype=np.uint64)
-    w = prog.heap_state.walker
-    addr = g.node_addr
-    for p in pages:
-        lo = int(np.searchsorted(addr, np.uint64(p.start)))
-        hi = int(np.searchsorted(addr, np.uint64(p.end)))
-        if hi <= lo:
-            continue
-        data = w.read_page(p)
-        if data is None:
-            continue
-        W = np.frombuffer(data, dtype="<u8")
-        out[lo:hi] = W[((addr[lo:hi] - np.uint64(1 + p.start)) >> np.uint64(3)).astype(np.int64)]
-    out[:g.first_object] = 0
-    return out
-
-
 # Read-only objects V8's snapshot draws no slot edge to (IsEssentialObject):
 # oddballs and holes, the empty arrays, and the maps of these types.
 _NONESSENTIAL_MAPS = ("FIXED_ARRAY_TYPE", "CELL_TYPE", "PROPERTY_CELL_TYPE",
@@ -555,6 +537,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         counts[a:b] = np.bincount(src[ok] - a, minlength=b - a)
         edge_chunks.append((a, b))
     first_obj = 5 + 2 * len(g.root_names)
+    self_sizes = snapshot_sizes(prog, g, maps)
 
     def ids(sel):
         """V8-style odd ids of graph nodes > 0: the groups 5, 7, ..., the objects after."""
@@ -604,7 +587,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         sel = a + np.flatnonzero(keep[a:a + CHUNK])
         if not len(sel):
             continue
-        cols_a = [ntype[sel], nname[sel], ids(sel), g.node_size[sel], counts[sel]]
+        cols_a = [ntype[sel], nname[sel], ids(sel), self_sizes[sel], counts[sel]]
         if trace:
             cols_a.append(np.zeros(len(sel), dtype=np.int64))
         cols_a.append(np.zeros(len(sel), dtype=np.int64))

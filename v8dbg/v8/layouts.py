@@ -190,9 +190,21 @@ _CODE_12 = {
 # data (builtin id, FunctionTemplateInfo, asm.js data; Smi -1 when unused) at
 # +16. Checked in cores of 23, 24, 25 and 26: bytecode, code and uncompiled
 # data only ever at +8, builtin ids and API templates only at +16.
-_SFI_DATA_13 = {("SharedFunctionInfo", "untrusted_function_data"): 16}
+_SFI_DATA_13 = {("SharedFunctionInfo", "untrusted_function_data"): 16,
+                # A JSFunction's code is an entry of the JS dispatch table
+                # (v8/dispatch.py): its 32-bit handle here.
+                ("JSFunction", "dispatch_handle"): 24}
+# The handle is the entry's index shifted left by this; an entry's second
+# word the Code's address shifted left by JSDispatchCodeShift (checked in
+# cores of 24 and 26: every sampled function's entry holds its parameter
+# count).
+_DISPATCH_13 = {"JSDispatchHandleShift": 8, "JSDispatchCodeShift": 16}
 # From V8 13.6 a ScopeInfo keeps its start/end positions before the variable part.
-_SCOPE_INFO_13 = {"ScopeInfoVarsOffset": 48, "ScopeInfoPositionsFirst": 1}
+# Its heap snapshot sizes objects by SizeForSnapshot: read-only ones 0, an
+# external string with its characters (checked against V8's files of node
+# 24 and 26 cores; node 22's writes heap bytes alone).
+_SCOPE_INFO_13 = {"ScopeInfoVarsOffset": 48, "ScopeInfoPositionsFirst": 1,
+                  "SnapshotSizeForSnapshot": 1}
 
 VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     (10, 2): {"consts": {
@@ -226,9 +238,10 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     (12, 4): {"consts": {}, "fields": {
         **_CODE_12, ("BytecodeArray", "parameter_size"): 52,
     }},
-    (13, 6): {"consts": dict(_SCOPE_INFO_13), "fields": {**_CODE_12, **_SFI_DATA_13}},
+    (13, 6): {"consts": {**_SCOPE_INFO_13, **_DISPATCH_13},
+              "fields": {**_CODE_12, **_SFI_DATA_13}},
     (14, 6): {"consts": {
-        **_SCOPE_INFO_13,
+        **_SCOPE_INFO_13, **_DISPATCH_13,
         "PositionTableEncoding": 2,
     }, "fields": {**_CODE_12, **_SFI_DATA_13}},
 }

@@ -57,6 +57,9 @@ _CODE_TYPES = ("ALLOCATION_SITE", "ARRAY_BOILERPLATE_DESCRIPTION", "BYTECODE_ARR
                "TRUSTED_BYTE_ARRAY")
 _ARRAY_TYPES = ("FIXED_ARRAY", "FIXED_DOUBLE_ARRAY", "BYTE_ARRAY")
 _SHAPE_TYPES = ("MAP", "DESCRIPTOR_ARRAY", "TRANSITION_ARRAY", "PROTOTYPE_INFO", "ENUM_CACHE")
+# Oddballs' own types (V8 13.6+ gives some their own); named as they print
+# where the version says (SnapshotOddballNames).
+_ODDBALL_TYPES = ("ODDBALL", "UNDEFINED", "NULL", "BOOLEAN")
 
 
 @dataclass
@@ -135,7 +138,9 @@ class _Namer:
         if base == "HEAP_NUMBER":
             return T["number"], S.add("heap number"), ""
         if base == "SYMBOL":
-            return T["symbol"], S.add("symbol"), ""
+            return T["symbol"], None, "symbol"
+        if base in _ODDBALL_TYPES and self.md.consts.get("SnapshotOddballNames"):
+            return T["hidden"], None, "oddball"
         if base == "BIGINT":
             return T["bigint"], S.add("bigint"), ""
         if "CONTEXT" in base and "INFO" not in base:
@@ -146,10 +151,43 @@ class _Namer:
             return T["code"], S.add(system_name(tn)), ""
         if base in _ARRAY_TYPES or _is_fixed_array_kind(base):
             return T["array"], S.add(""), ""
+        if base == "MAP":
+            return T.get("object shape", T["hidden"]), None, "map"
         if base in _SHAPE_TYPES:
-            kind = T.get("object shape", T["hidden"])
-            return kind, S.add("system / Map" if base == "MAP" else system_name(tn)), ""
+            return T.get("object shape", T["hidden"]), S.add(system_name(tn)), ""
         return T["hidden"], S.add(system_name(tn)), ""
+
+    def typed(self, rule: str, addrs, read_only) -> tuple[list[int], list[int]]:
+        """(node type, name) of each object of a map whose objects V8 types
+        one by one: a map (a read-only one `hidden`: V8's own, no object's
+        shape; a string map named for its strings), a symbol (a private one
+        `hidden / private symbol`), an oddball (named as it prints)."""
+        T, S, h = self.t, self.s, self.h
+        kinds: list[int] = []
+        names: list[int] = []
+        shape = T.get("object shape", T["hidden"])
+        for a, ro in zip(addrs, read_only):
+            kind, name = T["hidden"], "system / Map"
+            try:
+                if rule == "map":
+                    kind = T["hidden"] if ro else shape
+                    it = h.map_type(a)
+                    if h.is_string_type(it):
+                        name = "system / Map (" + system_name(h.type_name(it))[9:] + ")"
+                elif rule == "symbol":
+                    kind, name = T["symbol"], "symbol"
+                    if h.mem.u32(a - 1 + self.md.off("Symbol", "flags")) & \
+                            self.md.consts.get("SymbolPrivateMask", 1):
+                        kind, name = T["hidden"], "private symbol"
+                else:
+                    name = "system / Oddball"
+                    name = self.v.s.text(h.mem.u64(a - 1 + self.md.off("Oddball", "to_string")),
+                                         MAX_NAME)
+            except (DecodeError, TargetMemoryError, KeyError):
+                pass
+            kinds.append(kind)
+            names.append(S.add(name))
+        return kinds, names
 
     def sequential(self, m: int) -> bool | None:
         """For a sequential string's map: whether its characters are one byte
@@ -452,6 +490,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     namer = _Namer(prog, types, strings)
     pages = list(c.pages) + list(g.read_only)
     maps = _node_maps(np, prog, g, pages)
+    in_ro = g.in_read_only()
     # Output order: root, (GC roots), groups, objects; graph node i > 0 is row i + 1.
     # Node indices and rows in 32 bits where they fit (always, below MAX_NODES
     # objects and as many buffers): half the memory of the per-node arrays.
@@ -504,6 +543,10 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
                 loc_parts.append((sel, at))
         if name is not None:
             nname[sel] = name
+            continue
+        if rule in ("map", "symbol", "oddball"):
+            ntype[sel], nname[sel] = namer.typed(rule, g.node_addr[sel].tolist(),
+                                                 in_ro[sel].tolist())
             continue
         if rule == "object" and not namer.sh.shape(int(m), int(g.node_addr[sel[0]])).dictionary:
             nname[sel] = namer.of_object(rule, int(g.node_addr[sel[0]]), int(m))

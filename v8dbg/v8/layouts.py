@@ -30,6 +30,9 @@ COMMON: dict[str, Any] = {
         "ScopeInfoMaxInlinedLocals": 75,
         "ScopeInfoModuleCountFirst": 1,  # module variable count before the variables
         "CodeInstructionsInline": 0,  # 1: instructions follow the Code header (V8 10)
+        # Symbol flags bits of a private symbol (a heap snapshot's `private
+        # symbol`): is_private; from 14.6 is_private_name apart, bit 1.
+        "SymbolPrivateMask": 1,
         "BuiltinExitFrameTargetOffset": 24,  # the JSFunction in a BuiltinExitFrame, from fp
         "ErrorStackFrameSlots": 0,  # >0: an unformatted error stack is a flat list
         "ErrorStackFrameFunction": 2,
@@ -203,8 +206,9 @@ _DISPATCH_13 = {"JSDispatchHandleShift": 8, "JSDispatchCodeShift": 16}
 # Its heap snapshot sizes objects by SizeForSnapshot: read-only ones 0, an
 # external string with its characters (checked against V8's files of node
 # 24 and 26 cores; node 22's writes heap bytes alone).
+# It names oddballs as they print (`undefined`, not `system / Oddball`).
 _SCOPE_INFO_13 = {"ScopeInfoVarsOffset": 48, "ScopeInfoPositionsFirst": 1,
-                  "SnapshotSizeForSnapshot": 1}
+                  "SnapshotSizeForSnapshot": 1, "SnapshotOddballNames": 1}
 
 VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     (10, 2): {"consts": {
@@ -242,6 +246,9 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
               "fields": {**_CODE_12, **_SFI_DATA_13}},
     (14, 6): {"consts": {
         **_SCOPE_INFO_13, **_DISPATCH_13,
+        # (Checked against V8's file of a node 26 core: the symbols with
+        # flags 0x1, 0x2 or 0x3 are its 189 private symbols.)
+        "SymbolPrivateMask": 3,
         "PositionTableEncoding": 2,
     }, "fields": {**_CODE_12, **_SFI_DATA_13}},
 }

@@ -181,7 +181,9 @@ def _kinds(np, prog: Program, w, maps):
     return data[inv], _weak_kinds(np, prog, um)[inv]
 
 
-_STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS, _CODE, _CODE_LINK = range(6)
+# (_CODE_OBJECT: a Code object where V8 reaches it through its dispatch
+# table, 13.6+; its slots are strong.)
+_STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS, _CODE, _CODE_LINK, _CODE_OBJECT = range(7)
 
 
 def _weak_kinds(np, prog: Program, maps):
@@ -193,6 +195,8 @@ def _weak_kinds(np, prog: Program, maps):
              t.get("EPHEMERON_HASH_TABLE_TYPE"): _EPHEMERONS,
              t.get("INSTRUCTION_STREAM_TYPE", t.get("CODE_TYPE")): _CODE,
              t.get("CODE_DATA_CONTAINER_TYPE"): _CODE_LINK}
+    if dispatch_applies(prog):
+        kinds.setdefault(t.get("CODE_TYPE"), _CODE_OBJECT)
     kinds.pop(None, None)
     out = []
     for m in maps.tolist():
@@ -317,7 +321,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     per_page = []  # (word index, size in words, data kind) of each page's objects
     # Code objects (tagged addresses), where V8 13.6+ reaches them through its
     # dispatch table rather than a function's slot.
-    code_type = prog.md.types.get("CODE_TYPE") if dispatch_applies(prog) else None
+    find_codes = dispatch_applies(prog)
     codes: list[int] = []
     count = 0
     for p in pages:
@@ -327,11 +331,9 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         # than 16 GB): half the memory held between the passes.
         per_page.append((starts.astype(np.int32), sizes.astype(np.int32),
                          *_kinds(np, prog, w, maps)))
-        if code_type is not None and len(maps):
-            um = np.unique(maps)
-            cm = [m for m in um.tolist() if w.info(int(m))[2] == code_type]
-            if cm:
-                sel = np.isin(maps, np.asarray(cm, dtype=maps.dtype))
+        if find_codes and len(maps):
+            sel = per_page[-1][3] == _CODE_OBJECT
+            if sel.any():
                 codes.extend((starts[sel].astype(np.uint64) * np.uint64(8)
                               + np.uint64(p.start + 1)).tolist())
         count += len(starts)
@@ -478,7 +480,12 @@ def _function_code(np, prog: Program, c, node_addr, first: int, codes: list):
         return none
     at = md.fields[("JSFunction", "dispatch_handle")]
     fa = np.sort(np.asarray(fns, dtype=np.uint64))
-    handles = np.array([prog.mem.u32(int(a) - 1 + at) for a in fa.tolist()], dtype=np.uint64)
+    handles = np.zeros(len(fa), dtype=np.uint64)
+    for k, a in enumerate(fa.tolist()):
+        try:
+            handles[k] = prog.mem.u32(int(a) - 1 + at)
+        except (DecodeError, TargetMemoryError):
+            pass  # no handle read: no `code` edge
     to = table.codes(np, prog, handles)
     n = len(node_addr)
     i = np.minimum(np.searchsorted(node_addr, fa), n - 1)

@@ -94,7 +94,7 @@ def find(np, prog: Program, functions: list[int], code_objects) -> DispatchTable
             samples.append((hd >> shift, pc))
     if len(samples) < 8 or not len(code_objects):
         return None
-    codes = np.asarray(code_objects, dtype=np.uint64) - np.uint64(1)
+    codes = np.sort(np.asarray(code_objects, dtype=np.uint64) - np.uint64(1))
     votes: Counter = Counter()
     probe = sorted({i for i, _ in samples})[:4]
     src = bulk(prog)
@@ -112,7 +112,11 @@ def find(np, prog: Program, functions: list[int], code_objects) -> DispatchTable
             continue
         W = np.frombuffer(data, dtype="<u8", count=(hi - lo) // 16 * 2).reshape(-1, 2)
         a = (W[:, 1] >> np.uint64(code_shift)) & ~np.uint64(1)
-        hit = np.flatnonzero(np.isin(a, codes))
+        # Most words are not in the Code objects' range at all: only the
+        # others are looked up.
+        near = np.flatnonzero((a >= codes[0]) & (a <= codes[-1]))
+        at = np.minimum(np.searchsorted(codes, a[near]), len(codes) - 1)
+        hit = near[codes[at] == a[near]]
         if not len(hit):
             continue
         for e in [lo + 16 * k for k in hit.tolist()]:

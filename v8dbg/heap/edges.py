@@ -368,7 +368,7 @@ _JS_FIELDS = (("JSReceiver", "raw_properties_or_hash", "properties"),
 _TYPE_FIELDS = {
     "function": (("JSFunction", "shared", "shared"), ("JSFunction", "context", "context"),
                  ("JSFunction", "raw_feedback_cell", "feedback_cell"),
-                 ("JSFunction", "code", "code")),
+                 ("JSFunction", "code", "code"), ("JSFunction", "dispatch_handle", "code")),
     "JS_BOUND_FUNCTION_TYPE": (("JSBoundFunction", "bound_arguments", "bindings"),
                                ("JSBoundFunction", "bound_this", "bound_this"),
                                ("JSBoundFunction", "bound_target_function", "bound_function")),

@@ -53,6 +53,7 @@ from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
 from . import census, roots
 from .dominators import expand
+from ..v8.dispatch import applies as dispatch_applies
 from ..v8.pages import layout, read_only_pages
 from .walk import (K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2, REUSE_BYTES, NumpyPages, Walker,
                    _code_owners)
@@ -180,7 +181,9 @@ def _kinds(np, prog: Program, w, maps):
     return data[inv], _weak_kinds(np, prog, um)[inv]
 
 
-_STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS, _CODE, _CODE_LINK = range(6)
+# (_CODE_OBJECT: a Code object where V8 reaches it through its dispatch
+# table, 13.6+; its slots are strong.)
+_STRONG, _WEAK_REF, _WEAK_CELL, _EPHEMERONS, _CODE, _CODE_LINK, _CODE_OBJECT = range(7)
 
 
 def _weak_kinds(np, prog: Program, maps):
@@ -192,6 +195,8 @@ def _weak_kinds(np, prog: Program, maps):
              t.get("EPHEMERON_HASH_TABLE_TYPE"): _EPHEMERONS,
              t.get("INSTRUCTION_STREAM_TYPE", t.get("CODE_TYPE")): _CODE,
              t.get("CODE_DATA_CONTAINER_TYPE"): _CODE_LINK}
+    if dispatch_applies(prog):
+        kinds.setdefault(t.get("CODE_TYPE"), _CODE_OBJECT)
     kinds.pop(None, None)
     out = []
     for m in maps.tolist():
@@ -314,6 +319,10 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     total = 2 * sum(p.end - p.start for p in pages)
     done = 0
     per_page = []  # (word index, size in words, data kind) of each page's objects
+    # Code objects (tagged addresses), where V8 13.6+ reaches them through its
+    # dispatch table rather than a function's slot.
+    find_codes = dispatch_applies(prog)
+    codes: list[int] = []
     count = 0
     for p in pages:
         check_interrupted()
@@ -322,6 +331,11 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         # than 16 GB): half the memory held between the passes.
         per_page.append((starts.astype(np.int32), sizes.astype(np.int32),
                          *_kinds(np, prog, w, maps)))
+        if find_codes and len(maps):
+            sel = per_page[-1][3] == _CODE_OBJECT
+            if sel.any():
+                codes.extend((starts[sel].astype(np.uint64) * np.uint64(8)
+                              + np.uint64(p.start + 1)).tolist())
         count += len(starts)
         if count > MAX_NODES:
             raise V8DbgError(f"the heap holds more than {MAX_NODES} objects: too many "
@@ -410,6 +424,10 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     if len(pairs):
         first_edge, edge_to, edge_type, edge_name = _ephemeron_edges(
             np, pairs, first_edge, edge_to, edge_type, edge_name)
+    code = _function_code(np, prog, c, node_addr, first, codes)
+    if len(code):
+        first_edge, edge_to, edge_type, edge_name = _insert_edges(
+            np, code[:, 0], code[:, 1], code[:, 2], first_edge, edge_to, edge_type, edge_name)
     g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
               first, time.monotonic() - t0, notes, late, pairs, read_only)
     st.graphs[heap] = g
@@ -435,13 +453,55 @@ def _ephemerons(np, md, kind, owner, off, to, ok, base: int):
 def _ephemeron_edges(np, pairs, first_edge, edge_to, edge_type, edge_name):
     """The graph with an edge from each ephemeron's key to its value, last of
     the key's edges: what keeps a WeakMap's value alive (while its key is),
-    as the GC and V8's snapshot have it. One array at a time is copied."""
-    keys, values = pairs[:, 1], pairs[:, 2]
-    at = first_edge[keys + 1]
-    edge_to = np.insert(edge_to, at, values.astype(np.uint32))
+    as the GC and V8's snapshot have it."""
+    keys = pairs[:, 1]
+    return _insert_edges(np, keys, pairs[:, 2], np.full(len(keys), EPHEMERON, np.uint32),
+                         first_edge, edge_to, edge_type, edge_name)
+
+
+def _function_code(np, prog: Program, c, node_addr, first: int, codes: list):
+    """(function node, its code's node, the handle's byte offset) of each
+    JSFunction whose code V8 13.6+ keeps in the JS dispatch table (no slot of
+    the function points at it: V8's snapshot has the `code` edge all the
+    same); sorted by function, none before 13.6 or where the table is not
+    found. `codes`: the tagged addresses of the heap's Code objects."""
+    from ..v8 import dispatch
+    none = np.zeros((0, 3), dtype=np.int64)
+    if not dispatch.applies(prog) or not codes:
+        return none
+    md = prog.md
+    lo, hi = md.consts.get("FirstJSFunctionType"), md.consts.get("LastJSFunctionType")
+    if lo is None or hi is None:
+        return none
+    fns = [a for ms in c.maps.values() if lo <= ms.instance_type <= hi
+           and ms.addresses is not None for a in ms.addresses]
+    table = dispatch.find(np, prog, fns, np.sort(np.asarray(codes, dtype=np.uint64)))
+    if table is None or not fns:
+        return none
+    at = md.fields[("JSFunction", "dispatch_handle")]
+    fa = np.sort(np.asarray(fns, dtype=np.uint64))
+    handles = np.zeros(len(fa), dtype=np.uint64)
+    for k, a in enumerate(fa.tolist()):
+        try:
+            handles[k] = prog.mem.u32(int(a) - 1 + at)
+        except (DecodeError, TargetMemoryError):
+            pass  # no handle read: no `code` edge
+    to = table.codes(np, prog, handles)
+    n = len(node_addr)
+    i = np.minimum(np.searchsorted(node_addr, fa), n - 1)
+    j = np.minimum(np.searchsorted(node_addr, to), n - 1)
+    ok = (node_addr[i] == fa) & (node_addr[j] == to) & (i >= first) & (j >= first)
+    return np.stack([i[ok], j[ok], np.full(int(ok.sum()), at)], axis=1).astype(np.int64)
+
+
+def _insert_edges(np, src, to, names, first_edge, edge_to, edge_type, edge_name):
+    """The graph with one more `internal` edge from each src (ascending) to
+    its to, named names, last of src's edges. One array at a time is copied."""
+    at = first_edge[src + 1]
+    edge_to = np.insert(edge_to, at, to.astype(np.uint32))
     edge_type = np.insert(edge_type, at, np.uint8(E_INTERNAL))
-    edge_name = np.insert(edge_name, at, np.uint32(EPHEMERON))
-    extra = np.bincount(keys, minlength=len(first_edge) - 1)
+    edge_name = np.insert(edge_name, at, names.astype(np.uint32))
+    extra = np.bincount(src, minlength=len(first_edge) - 1)
     first_edge = first_edge.copy()
     first_edge[1:] += np.cumsum(extra)
     return first_edge, edge_to, edge_type, edge_name

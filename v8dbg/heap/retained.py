@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import graph as graphmod
 from .dominators import DominatorTree, dominator_tree, essential_edges, set_retained
 from .groups import Group, members
+from .selfsize import snapshot_sizes
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -43,7 +44,7 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
         globals_ = graphmod.global_objects(prog, g)
         ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, garbage_edge, globals_)
         del garbage_edge
-        t = dominator_tree(g.first_edge, g.edge_to, ess, g.node_size, 0, globals_)
+        t = dominator_tree(g.first_edge, g.edge_to, ess, snapshot_sizes(prog, g), 0, globals_)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t
 

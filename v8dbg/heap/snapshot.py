@@ -34,6 +34,7 @@ from . import census
 from . import graph as gmod
 from .edges import Extra, MapCodes, StringTable, buffer_data, extra_edges, type_edges
 from .locations import Location, Locations
+from .selfsize import node_maps as _node_maps, snapshot_sizes
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -56,6 +57,9 @@ _CODE_TYPES = ("ALLOCATION_SITE", "ARRAY_BOILERPLATE_DESCRIPTION", "BYTECODE_ARR
                "TRUSTED_BYTE_ARRAY")
 _ARRAY_TYPES = ("FIXED_ARRAY", "FIXED_DOUBLE_ARRAY", "BYTE_ARRAY")
 _SHAPE_TYPES = ("MAP", "DESCRIPTOR_ARRAY", "TRANSITION_ARRAY", "PROTOTYPE_INFO", "ENUM_CACHE")
+# Oddballs' own types (V8 13.6+ gives some their own); named as they print
+# where the version says (SnapshotOddballNames).
+_ODDBALL_TYPES = ("ODDBALL", "UNDEFINED", "NULL", "BOOLEAN")
 
 
 @dataclass
@@ -134,7 +138,9 @@ class _Namer:
         if base == "HEAP_NUMBER":
             return T["number"], S.add("heap number"), ""
         if base == "SYMBOL":
-            return T["symbol"], S.add("symbol"), ""
+            return T["symbol"], None, "symbol"
+        if base in _ODDBALL_TYPES and self.md.consts.get("SnapshotOddballNames"):
+            return T["hidden"], None, "oddball"
         if base == "BIGINT":
             return T["bigint"], S.add("bigint"), ""
         if "CONTEXT" in base and "INFO" not in base:
@@ -145,10 +151,43 @@ class _Namer:
             return T["code"], S.add(system_name(tn)), ""
         if base in _ARRAY_TYPES or _is_fixed_array_kind(base):
             return T["array"], S.add(""), ""
+        if base == "MAP":
+            return T.get("object shape", T["hidden"]), None, "map"
         if base in _SHAPE_TYPES:
-            kind = T.get("object shape", T["hidden"])
-            return kind, S.add("system / Map" if base == "MAP" else system_name(tn)), ""
+            return T.get("object shape", T["hidden"]), S.add(system_name(tn)), ""
         return T["hidden"], S.add(system_name(tn)), ""
+
+    def typed(self, rule: str, addrs, read_only) -> tuple[list[int], list[int]]:
+        """(node type, name) of each object of a map whose objects V8 types
+        one by one: a map (a read-only one `hidden`: V8's own, no object's
+        shape; a string map named for its strings), a symbol (a private one
+        `hidden / private symbol`), an oddball (named as it prints)."""
+        T, S, h = self.t, self.s, self.h
+        kinds: list[int] = []
+        names: list[int] = []
+        shape = T.get("object shape", T["hidden"])
+        for a, ro in zip(addrs, read_only):
+            kind, name = T["hidden"], "system / Map"
+            try:
+                if rule == "map":
+                    kind = T["hidden"] if ro else shape
+                    it = h.map_type(a)
+                    if h.is_string_type(it):
+                        name = "system / Map (" + system_name(h.type_name(it))[9:] + ")"
+                elif rule == "symbol":
+                    kind, name = T["symbol"], "symbol"
+                    if h.mem.u32(a - 1 + self.md.off("Symbol", "flags")) & \
+                            self.md.consts.get("SymbolPrivateMask", 1):
+                        kind, name = T["hidden"], "private symbol"
+                else:
+                    name = "system / Oddball"
+                    name = self.v.s.text(h.mem.u64(a - 1 + self.md.off("Oddball", "to_string")),
+                                         MAX_NAME)
+            except (DecodeError, TargetMemoryError, KeyError):
+                pass
+            kinds.append(kind)
+            names.append(S.add(name))
+        return kinds, names
 
     def sequential(self, m: int) -> bool | None:
         """For a sequential string's map: whether its characters are one byte
@@ -337,25 +376,6 @@ def _quoted(np, nums) -> bytes:
     return flat[flat != 0][:-2].tobytes()
 
 
-def _node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
-    """The map word of every node (0 for synthetic ones), read page by page."""
-    out = np.zeros(g.nodes, dtype=np.uint64)
-    w = prog.heap_state.walker
-    addr = g.node_addr
-    for p in pages:
-        lo = int(np.searchsorted(addr, np.uint64(p.start)))
-        hi = int(np.searchsorted(addr, np.uint64(p.end)))
-        if hi <= lo:
-            continue
-        data = w.read_page(p)
-        if data is None:
-            continue
-        W = np.frombuffer(data, dtype="<u8")
-        out[lo:hi] = W[((addr[lo:hi] - np.uint64(1 + p.start)) >> np.uint64(3)).astype(np.int64)]
-    out[:g.first_object] = 0
-    return out
-
-
 # Read-only objects V8's snapshot draws no slot edge to (IsEssentialObject):
 # oddballs and holes, the empty arrays, and the maps of these types.
 _NONESSENTIAL_MAPS = ("FIXED_ARRAY_TYPE", "CELL_TYPE", "PROPERTY_CELL_TYPE",
@@ -496,6 +516,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     namer = _Namer(prog, types, strings)
     pages = list(c.pages) + list(g.read_only)
     maps = _node_maps(np, prog, g, pages)
+    in_ro = g.in_read_only()
     # Output order: root, (GC roots), groups, objects; graph node i > 0 is row i + 1.
     # Node indices and rows in 32 bits where they fit (always, below MAX_NODES
     # objects and as many buffers): half the memory of the per-node arrays.
@@ -549,6 +570,10 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         if name is not None:
             nname[sel] = name
             continue
+        if rule in ("map", "symbol", "oddball"):
+            ntype[sel], nname[sel] = namer.typed(rule, g.node_addr[sel].tolist(),
+                                                 in_ro[sel].tolist())
+            continue
         if rule == "object" and not namer.sh.shape(int(m), int(g.node_addr[sel[0]])).dictionary:
             nname[sel] = namer.of_object(rule, int(g.node_addr[sel[0]]), int(m))
             continue
@@ -582,6 +607,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         counts[a:b] = np.bincount(src[ok] - a, minlength=b - a)
         edge_chunks.append((a, b))
     first_obj = 5 + 2 * len(g.root_names)
+    self_sizes = snapshot_sizes(prog, g, maps)
 
     def ids(sel):
         """V8-style odd ids of graph nodes > 0: the groups 5, 7, ..., the objects after."""
@@ -633,7 +659,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         sel = a + np.flatnonzero(keep[a:a + CHUNK])
         if not len(sel):
             continue
-        cols_a = [ntype[sel], nname[sel], ids(sel), g.node_size[sel], counts[sel]]
+        cols_a = [ntype[sel], nname[sel], ids(sel), self_sizes[sel], counts[sel]]
         if trace:
             cols_a.append(np.zeros(len(sel), dtype=np.int64))
         cols_a.append(np.zeros(len(sel), dtype=np.int64))

@@ -24,3 +24,4 @@ class HeapState:
     graphs: dict[int, Any] = field(default_factory=dict)  # Heap address -> its Graph
     reachable: dict[int, Any] = field(default_factory=dict)  # Heap address -> Reachable
     live: dict[int, list] = field(default_factory=dict)  # Heap address -> its live maps
+    dispatch: Any = False  # the JS dispatch table (V8 13.6+): False not looked for, None not found

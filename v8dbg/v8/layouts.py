@@ -30,6 +30,9 @@ COMMON: dict[str, Any] = {
         "ScopeInfoMaxInlinedLocals": 75,
         "ScopeInfoModuleCountFirst": 1,  # module variable count before the variables
         "CodeInstructionsInline": 0,  # 1: instructions follow the Code header (V8 10)
+        # Symbol flags bits of a private symbol (a heap snapshot's `private
+        # symbol`): is_private; from 14.6 is_private_name apart, bit 1.
+        "SymbolPrivateMask": 1,
         "BuiltinExitFrameTargetOffset": 24,  # the JSFunction in a BuiltinExitFrame, from fp
         "ErrorStackFrameSlots": 0,  # >0: an unformatted error stack is a flat list
         "ErrorStackFrameFunction": 2,
@@ -180,15 +183,32 @@ _CODE_12 = {
     ("BytecodeArray", "constant_pool"): 40,
     ("Code", "deoptimization_data"): 8,
     ("Code", "source_position_table"): 16,
+    # An InstructionStream (in code space) keeps its own body size (u32)
+    # after its header's code and relocation info (checked in cores of 22,
+    # 24 and 26: header and body to CodeAlignment end where the next starts).
+    ("InstructionStream", "body_size"): 24,
 }
 # From V8 12.9 the SFI keeps its function data in two slots: trusted data
 # (bytecode, code, uncompiled data; Smi 0 when unused) at +8 and untrusted
 # data (builtin id, FunctionTemplateInfo, asm.js data; Smi -1 when unused) at
 # +16. Checked in cores of 23, 24, 25 and 26: bytecode, code and uncompiled
 # data only ever at +8, builtin ids and API templates only at +16.
-_SFI_DATA_13 = {("SharedFunctionInfo", "untrusted_function_data"): 16}
+_SFI_DATA_13 = {("SharedFunctionInfo", "untrusted_function_data"): 16,
+                # A JSFunction's code is an entry of the JS dispatch table
+                # (v8/dispatch.py): its 32-bit handle here.
+                ("JSFunction", "dispatch_handle"): 24}
+# The handle is the entry's index shifted left by this; an entry's second
+# word the Code's address shifted left by JSDispatchCodeShift (checked in
+# cores of 24 and 26: every sampled function's entry holds its parameter
+# count).
+_DISPATCH_13 = {"JSDispatchHandleShift": 8, "JSDispatchCodeShift": 16}
 # From V8 13.6 a ScopeInfo keeps its start/end positions before the variable part.
-_SCOPE_INFO_13 = {"ScopeInfoVarsOffset": 48, "ScopeInfoPositionsFirst": 1}
+# Its heap snapshot sizes objects by SizeForSnapshot: read-only ones 0, an
+# external string with its characters (checked against V8's files of node
+# 24 and 26 cores; node 22's writes heap bytes alone).
+# It names oddballs as they print (`undefined`, not `system / Oddball`).
+_SCOPE_INFO_13 = {"ScopeInfoVarsOffset": 48, "ScopeInfoPositionsFirst": 1,
+                  "SnapshotSizeForSnapshot": 1, "SnapshotOddballNames": 1}
 
 VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     (10, 2): {"consts": {
@@ -221,13 +241,14 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
     }},
     (12, 4): {"consts": {}, "fields": {
         **_CODE_12, ("BytecodeArray", "parameter_size"): 52,
-        # An InstructionStream's own body size (u32) after its header's
-        # code and relocation info.
-        ("InstructionStream", "body_size"): 24,
     }},
-    (13, 6): {"consts": dict(_SCOPE_INFO_13), "fields": {**_CODE_12, **_SFI_DATA_13}},
+    (13, 6): {"consts": {**_SCOPE_INFO_13, **_DISPATCH_13},
+              "fields": {**_CODE_12, **_SFI_DATA_13}},
     (14, 6): {"consts": {
-        **_SCOPE_INFO_13,
+        **_SCOPE_INFO_13, **_DISPATCH_13,
+        # (Checked against V8's file of a node 26 core: the symbols with
+        # flags 0x1, 0x2 or 0x3 are its 189 private symbols.)
+        "SymbolPrivateMask": 3,
         "PositionTableEncoding": 2,
     }, "fields": {**_CODE_12, **_SFI_DATA_13}},
 }

@@ -271,13 +271,17 @@ def _parse_header(a: int, head: bytes, lay: _Layout, backend, need: int,
             m = backend.read(meta, need)
         except Exception:
             return None
-        # The metadata names its chunk right after its vtable. A page whose
-        # metadata was freed (a pooled or released page, holding stale objects)
-        # has lost its vtable pointer into the node binary.
-        vtable, chunk = struct.unpack_from("<QQ", m, 0)
+        # The metadata starts with the page's reservation: the page allocator
+        # that made it, then the chunk. A page whose metadata was freed (a
+        # pooled or released page, holding stale objects) has lost that
+        # allocator pointer. The regular spaces' allocator is a static object
+        # of the node binary; the code and trusted spaces' (V8 12.4+) sits in
+        # the C heap, an object whose own first word (its vtable) is in the
+        # binary.
+        alloc, chunk = struct.unpack_from("<QQ", m, 0)
         # A read-only page's metadata (not a virtual class) has neither.
-        bare = vtable == 0 and chunk == 0
-        if not bare and (chunk != a or not in_binary(vtable)):
+        bare = alloc == 0 and chunk == 0
+        if not bare and (chunk != a or not _allocator(backend, alloc, in_binary, readable)):
             return None
     else:
         meta = a
@@ -296,6 +300,19 @@ def _parse_header(a: int, head: bytes, lay: _Layout, backend, need: int,
             or end & 7 or (heap < 0x10000 and heap != 0) or heap & 7 or (bare and heap):
         return None
     return Page(a, flags, owner, start, end, meta, heap)
+
+
+def _allocator(backend, a: int, in_binary, readable) -> bool:
+    """Whether a is a page allocator: a static one in the node binary, or one
+    in the C heap whose first word (its vtable) is in the binary."""
+    if in_binary(a):
+        return True
+    if a < 0x10000 or a & 7 or not readable(a):
+        return False
+    try:
+        return in_binary(struct.unpack("<Q", backend.read(a, 8))[0])
+    except Exception:
+        return False
 
 
 def _read_only(backend, cands: list[Page]) -> list[Page]:

@@ -1,0 +1,97 @@
+"""Objects' self sizes as V8's heap snapshot gives them (SizeForSnapshot).
+
+From V8 13 the snapshot no longer gives an object's bytes on the heap
+alone: a read-only object (shared by every isolate, nothing the program
+controls) weighs 0, and an external string weighs its characters outside
+the heap too. The writer's `self_size` and the retained sizes of
+`findjsobjects --retained` take the same sizes, so that both agree with
+what DevTools computes from V8's own file. Before V8 13 the sizes are the
+graph's own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DecodeError, TargetMemoryError
+from . import census
+from . import graph as gmod
+
+if TYPE_CHECKING:
+    from ..program import Program
+
+
+def applies(prog: Program) -> bool:
+    """Whether this V8's snapshot sizes objects by the newer rule."""
+    return bool(prog.md.consts.get("SnapshotSizeForSnapshot", 0))
+
+
+def snapshot_sizes(prog: Program, g: gmod.Graph, maps: Any = None) -> Any:
+    """Per node, its self size in V8's snapshot (bytes; the graph's own
+    sizes where the version's rule is the plain one). `maps`, the map word
+    of each node, is read from the pages when not given."""
+    got = getattr(g, "_snapshot_sizes", None)
+    if got is not None:
+        return got
+    if not applies(prog):
+        g._snapshot_sizes = g.node_size  # type: ignore[attr-defined]
+        return g.node_size
+    np = gmod.numpy()
+    if maps is None:
+        maps = node_maps(np, prog, g, list(census.of(prog, g.heap).pages) + list(g.read_only))
+    out = g.node_size.astype(np.uint64)
+    out[g.in_read_only()] = 0
+    for i, extra in _external_payloads(np, prog, g, maps):
+        out[i] += extra
+    g._snapshot_sizes = out  # type: ignore[attr-defined]
+    return out
+
+
+def _external_payloads(np, prog: Program, g: gmod.Graph, maps):
+    """(node, bytes of its characters) of each external string on the heap
+    (not read-only: those weigh 0 whatever they hold)."""
+    h = prog.heap
+    s = prog.values.s
+    nonstring = h.md.const("FirstNonstringType")
+    ro = g.in_read_only()
+    um = np.unique(maps[g.first_object:])
+    ext: dict[int, bool] = {}  # external map -> one byte?
+    for m in um.tolist():
+        try:
+            t = h.map_type(int(m))
+        except (DecodeError, TargetMemoryError):
+            continue
+        if t < nonstring and (t & s.rep_mask) == s.ext:
+            ext[int(m)] = (t & s.enc_mask) == s.one_byte_tag
+    if not ext:
+        return []
+    keys = np.fromiter(ext, dtype=np.uint64, count=len(ext))
+    nodes = np.flatnonzero(np.isin(maps, keys) & ~ro)
+    nodes = nodes[nodes >= g.first_object]
+    out = []
+    for i in nodes.tolist():
+        try:
+            n = s.length(int(g.node_addr[i]))
+        except (DecodeError, TargetMemoryError):
+            continue
+        out.append((i, n if ext[int(maps[i])] else 2 * n))
+    return out
+
+
+def node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
+    """The map word of every node (0 for synthetic ones), read page by page."""
+    out = np.zeros(g.nodes, dtype=np.uint64)
+    w = prog.heap_state.walker
+    addr = g.node_addr
+    for p in pages:
+        lo = int(np.searchsorted(addr, np.uint64(p.start)))
+        hi = int(np.searchsorted(addr, np.uint64(p.end)))
+        if hi <= lo:
+            continue
+        data = w.read_page(p)
+        if data is None:
+            continue
+        W = np.frombuffer(data, dtype="<u8")
+        out[lo:hi] = W[((addr[lo:hi] - np.uint64(1 + p.start)) >> np.uint64(3)).astype(np.int64)]
+    out[:g.first_object] = 0
+    return out

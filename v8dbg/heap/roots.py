@@ -67,6 +67,7 @@ from ..inferior.arenas import MAX_CHUNKS, free_chunks, secondary_heaps
 from ..interrupt import check_interrupted
 from ..v8 import layouts
 from ..v8 import pages as v8pages
+from . import rootlists
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -91,6 +92,9 @@ class RootGroup:
     notes: list[str] = field(default_factory=list)
     weak: Any = None  # uint64 array: what the group holds only weakly
     late: bool = False  # followed only after every other group (found conservatively)
+    # A weak table V8's GC clears before its snapshot draws it, strong (the
+    # string table): its weak edges are written as strong ones, to live objects.
+    cleared: bool = False
 
 
 def _cut(ranges: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -210,6 +214,8 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
         notes.append("no block of V8's global handles was found: objects only they hold "
                      "count as garbage")
     away = list(gh_blocks)
+    weak = {GLOBAL: gh_weak}
+    precise = False
     strong_name = "(Strong root list)" if "(Strong root list)" in names else STRONG
     cut4 = False
     if span is None:
@@ -222,32 +228,47 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
             got, cut4 = _pointers(np, prog, [span], lo, hi, budget)
             found[strong_name] = [got]
             away.append(span)
+        precise = tables is not None
         tables = dict(tables or {})
         for name, rs in _isolate_lists(prog, span).items():
+            tables.setdefault(name, []).extend(rs)
+        more, weak_lists, more_notes = rootlists.isolate_lists(prog, span, heap, names)
+        notes.extend(more_notes)
+        for name, rs in more.items():
             tables.setdefault(name, []).extend(rs)
         for name, rs in tables.items():
             got, c = _pointers(np, prog, rs, lo, hi, budget)
             cut4 |= c
             found.setdefault(name, []).append(got)
-            # The rest of the Isolate is read with the native roots.
             away.extend(rs)
-    weak = {GLOBAL: gh_weak}
+        for name, rs in weak_lists.items():
+            got, c = _pointers(np, prog, rs, lo, hi, budget)
+            cut4 |= c
+            weak[name] = got
     found.setdefault(GLOBAL, []).append(gh_strong)
     groups = []
     seen: set[str] = set()
+    seen_weak: set[str] = set()
     for n in names:
         # A name V8 gives two of its lists (10 and 11: both strong root lists)
         # holds its values in the first.
         parts = found.get(n, []) if n not in seen else []
         seen.add(n)
         vals_n = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
-        groups.append(RootGroup(n, vals_n, weak=weak.get(n) if parts else None))
-    if _main_isolate(prog, heap):
-        # Threads other than the main one malloc from their own arenas: for the
-        # main isolate those are V8's helper threads, whose freed GC worklists
-        # and compile jobs hold stale addresses of objects.
-        away += secondary_heaps(regs, v8pages.bulk(prog).read)
-    groups.append(RootGroup(NATIVE, np.unique(vals[~_inside(np, where, away)]), late=True))
+        groups.append(RootGroup(n, vals_n, weak=weak.get(n) if n not in seen_weak else None,
+                                cleared=n in rootlists.CLEARED))
+        seen_weak.add(n)
+    if not precise:
+        # The Isolate's lists could not be placed: every other word of native
+        # memory holding an object's address stands for them, as before.
+        if _main_isolate(prog, heap):
+            # Threads other than the main one malloc from their own arenas: for
+            # the main isolate those are V8's helper threads, whose freed GC
+            # worklists and compile jobs hold stale addresses of objects.
+            away += secondary_heaps(regs, v8pages.bulk(prog).read)
+        notes.append(f"the isolate's root lists were not all found: {NATIVE} holds every "
+                     "other word of native memory that holds an object's address")
+        groups.append(RootGroup(NATIVE, np.unique(vals[~_inside(np, where, away)]), late=True))
     if cut5:
         notes.append(f"a malloc heap of over {MAX_CHUNKS} chunks: its freed chunks were "
                      "scanned for roots too")
@@ -474,7 +495,8 @@ def _isolate_tables(prog: Program, span: tuple[int, int], top) -> dict[str, list
     if top is not None:
         fields = [n for n in ("TopException", "TopPendingMessage", "TopScheduledException")
                   if n in md.consts]
-        out[STACK] = [(top.top + md.const(n), top.top + md.const(n) + 8) for n in fields]
+        offs = [md.const(n) for n in fields] + list(layouts.top_contexts(md.v8_version))
+        out[STACK] = [(top.top + o, top.top + o + 8) for o in offs]
     return out
 
 

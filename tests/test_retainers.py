@@ -270,3 +270,38 @@ def test_path_edges_as_v8_file(frontend: str, version: str) -> None:
     first = json_line(outputs(frontend, version)[1], "jsretainers")["paths"][0]
     at = max(i for i, s in enumerate(first) if s["constructor"] == "global")
     assert [s["edge"] for s in first[at + 1:]] == _v8_trace(version), first
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pending_microtasks_are_roots(version: str) -> None:
+    """microtasks.js: objects only pending microtasks hold (callbacks of
+    queueMicrotask, reactions to a resolved promise) are reachable through
+    the MicrotaskQueue's ring buffer, V8's `(Micro tasks)` (its strong
+    roots before 11.8): counted as V8's snapshot counts them, and from 11.8
+    the group holds the microtasks V8's file has under that name."""
+    import numpy as np
+
+    from v8dbg.heap import graph, isolates
+    from v8dbg.inferior.corefile import CoreBackend
+    from v8dbg.program import Program
+    d = make_core(version, "microtasks.js")
+    expected = read_json(d, "expected-microtasks.json")
+    n = expected["n"]
+    doc = json_line(run_cli(version, d / "core", ["findjsobjects --json"])[0], "findjsobjects")
+    mine = census_counts(doc)
+    snap, _boilerplates, _proxies = snapshot(d, expected["snapshot"])
+    assert snap["Job"] == snap["Reaction"] == n, snap
+    assert mine["Job"] == mine["Reaction"] == n, mine
+    import heapsnapshot
+    s = heapsnapshot.read(d / expected["snapshot"])
+    v8_edges = {s.name(int(j)): int(s.first_edge[j + 1] - s.first_edge[j])
+                for j in s.edge_to[s.first_edge[1]:s.first_edge[2]]}
+    binary = str(node_binary(version))
+    prog = Program(CoreBackend(str(d / "core"), binary), binary)
+    g = graph.build(prog, isolates.isolates(prog)[0].heap)
+    assert not g.late_groups and not g.root_notes, g.root_notes
+    if "(Micro tasks)" in g.root_names:
+        k = 1 + g.root_names.index("(Micro tasks)")
+        held = int(g.first_edge[k + 1] - g.first_edge[k])
+        assert held == v8_edges["(Micro tasks)"] >= 2 * n, (held, v8_edges["(Micro tasks)"])
+        assert np.all(g.edge_type[g.first_edge[k]:g.first_edge[k + 1]] != graph.E_WEAK)

@@ -155,7 +155,7 @@ def _extensions(prog: Program, iso: int, words: tuple[int, ...], at: int) -> tup
     return (p + layouts.EXTENSIONS_CACHE, p + layouts.EXTENSIONS_CACHE + 8)
 
 
-def _queue(prog: Program, q: int) -> tuple[tuple[int, int, int, int, int, int], bool] | None:
+def _queue(prog: Program, q: int) -> tuple[int, int, int, int, int, int] | None:
     """(size, capacity, start, ring, next, prev) of the MicrotaskQueue at q,
     if it has a queue's shape."""
     m = layouts.MICROTASK_QUEUE
@@ -168,7 +168,7 @@ def _queue(prog: Program, q: int) -> tuple[tuple[int, int, int, int, int, int], 
         return None
     if cap and not (_ptr(ring) and start < cap) or not cap and (ring or size or start):
         return None
-    return (size, cap, start, ring, nxt, prev), True
+    return size, cap, start, ring, nxt, prev
 
 
 def _microtasks(prog: Program, iso: int, span: tuple[int, int],
@@ -184,7 +184,7 @@ def _microtasks(prog: Program, iso: int, span: tuple[int, int],
         got = _queue(prog, p)
         if got is None:
             continue
-        nxt = got[0][4]
+        nxt = got[4]
         try:
             if prog.mem.u64(nxt + m["prev"]) != p:
                 continue
@@ -193,11 +193,9 @@ def _microtasks(prog: Program, iso: int, span: tuple[int, int],
         found.add(p)
     if not found:
         return None
-    # Each queue of the ring is one of those found from the Isolate's words
-    # only when it is the default one: the ring from any of them is the same.
+    # The Isolate points to the default queue only; the others are on its ring.
     out: list[tuple[int, int]] = []
-    start_q = min(found)
-    q, seen = start_q, set()
+    q, seen = min(found), set()
     while q not in seen:
         if len(seen) >= MAX_QUEUES:
             return None
@@ -205,7 +203,7 @@ def _microtasks(prog: Program, iso: int, span: tuple[int, int],
         got = _queue(prog, q)
         if got is None:
             return None
-        size, cap, start, ring, nxt, _prev = got[0]
+        size, cap, start, ring, nxt, _prev = got
         for k in range(size):
             slot = ring + 8 * ((start + k) % cap)
             out.append((slot, slot + 8))

@@ -5,8 +5,8 @@ V8 visits its roots by lists (the roots table, builtins, global and eternal
 handles, handle scopes, the stacks, the microtask queue, ...), all in the
 target's memory outside the heap's pages. The groups are V8's sub-roots of
 `(GC roots)` for the line (layouts.gc_root_names: every one, empty ones
-too, in the order its snapshot writes them), then v8dbg's own
-`(Native roots)`. Found precisely:
+too, in the order its snapshot writes them), each holding what V8's list
+of that name holds:
 
 - the Isolate's RootsTable: its read-only part `(Read-only roots)`, its
   strong mutable part `(Strong roots)` (`(Strong root list)` from 12.4),
@@ -15,41 +15,41 @@ too, in the order its snapshot writes them), then v8dbg's own
 - `(Eternal handles)`, `(Startup object cache)`, `(Shareable object
   cache)`: the lists the Isolate keeps in malloc'd memory, found by their
   shape from its words (`_isolate_lists`);
+- `(Compilation cache)`, `(Extensions)`, `(Micro tasks)` and the weak
+  `(Internalized strings)` and `(External strings)`: the lists behind the
+  Isolate's other pointers (rootlists.py);
 - `(Global handles)`: V8's blocks of global handles (node's persistent and
   BaseObject handles), found by their shape: 256 nodes whose indices run
   0..255; strong nodes are roots, weak ones weak edges;
 - `(Handle scope)`: the handles in use of the isolate's handle blocks, as
   V8's HandleScopeImplementer lists them (the rest of the current block is
   stale and no root);
-- `(Stack roots)`: the thread state's exception and message, and the words
-  of the V8 frames of the isolate's JS segments on its thread (from each
-  exit frame's sp to the entry frame that began the segment:
-  segments.js_spans). Every word of those frames is taken, as no safepoint
-  table is read; the C++ frames between segments, the entry frames' saved
-  C++ registers and other threads' stacks are no roots, as in V8. JS that
-  was running when the core was taken (no exit frame below it) is taken
-  from the thread's sp up.
+- `(Stack roots)`: the thread state's exception, message and contexts,
+  and the words of the V8 frames of the isolate's JS segments on its
+  thread (from each exit frame's sp to the entry frame that began the
+  segment: segments.js_spans). Every word of those frames is taken, as no
+  safepoint table is read; the C++ frames between segments, the entry
+  frames' saved C++ registers and other threads' stacks are no roots, as
+  in V8. JS that was running when the core was taken (no exit frame below
+  it) is taken from the thread's sp up.
 
-Conservative, `(Native roots)`, last: every other word of native memory
-that holds an object's address (the rest of the Isolate, the compilation
-cache, the microtask queue, the string tables, compile jobs' persistent
-handles, and what no list above names). It is
-followed only after every other group has been, so paths go through the
-groups above where they can; and it may hold stale words, which keep an
-object "reachable" that V8 would free: over-counting, never missing.
-Memory that holds only stale addresses is left out: malloc's freed chunks
-(each malloc heap walked: the next chunk's PREV_INUSE bit clear, or the
-thread cache's key in the chunk), the spare handle block
+A list that cannot be placed is empty, and the graph's notes say so. No
+other native memory is a root: a stale word in a malloc'd buffer keeps no
+garbage alive.
+
+Where the Isolate or its roots table cannot be placed (a line whose roots
+table was not measured, an isolate whose thread state is not found), the
+old conservative rule stands for it, and the notes say so: every word of
+the Isolate as the strong roots, every thread's stack from its sp up,
+and v8dbg's own `(Native roots)`, last: every other word of native memory
+that holds an object's address, followed only after every other group.
+Memory that holds only stale addresses is left out of it: malloc's freed
+chunks (each malloc heap walked: the next chunk's PREV_INUSE bit clear, or
+the thread cache's key in the chunk), the spare handle block
 (HandleScopeImplementer's spare_, whose offset is in layouts.py), the
-Isolate's RootIndexMap table and every thread's stack. For the main
-thread's isolate, the malloc arenas of the other threads are left out too:
-there V8's helper threads keep their GC worklists and compile jobs, stale
-once done.
-
-Where a precise list cannot be placed (a line whose roots table was not
-measured, an isolate whose thread state is not found), the old
-conservative rule stands for it (every word of the Isolate as the strong
-roots; every thread's stack from its sp up) and the graph's notes say so.
+Isolate's RootIndexMap table and every thread's stack; for the main
+thread's isolate, the malloc arenas of the other threads too (V8's helper
+threads' GC worklists and compile jobs, stale once done).
 
 Every V8 memory chunk is heap and no root, the freed and pooled ones too
 (their stale objects hold addresses of live ones).
@@ -178,7 +178,8 @@ def _chunks(prog: Program, lay, regs: list[tuple[int, int]], heaps) -> list[tupl
 def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
     """The root groups of the heap whose objects lie in [lo, hi] (np: NumPy):
     one per sub-root of V8's snapshot of this line, in its order (empty ones
-    too), then v8dbg's own conservative `(Native roots)`."""
+    too), then, only where the Isolate's lists cannot be placed, v8dbg's own
+    conservative `(Native roots)`."""
     regs = v8pages.regions(prog)
     lay = v8pages.layout(prog)
     heaps = v8pages.find_heaps(prog, lay)

@@ -246,6 +246,7 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
             got, c = _pointers(np, prog, rs, lo, hi, budget)
             cut4 |= c
             weak[name] = got
+            away.extend(rs)  # weak: no conservative root either
     found.setdefault(GLOBAL, []).append(gh_strong)
     groups = []
     seen: set[str] = set()

@@ -305,3 +305,34 @@ def test_pending_microtasks_are_roots(version: str) -> None:
         held = int(g.first_edge[k + 1] - g.first_edge[k])
         assert held == v8_edges["(Micro tasks)"] >= 2 * n, (held, v8_edges["(Micro tasks)"])
         assert np.all(g.edge_type[g.first_edge[k]:g.first_edge[k + 1]] != graph.E_WEAK)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_unplaced_roots_table_falls_back(version: str, monkeypatch) -> None:
+    """Where the roots table cannot be placed (as on a release whose offsets
+    were never measured), the whole Isolate stands for the strong roots and
+    the conservative `(Native roots)` group for the lists behind it, last,
+    and the notes say so: every Leak still reached."""
+    import numpy as np
+
+    from v8dbg.heap import census, graph, isolates
+    from v8dbg.inferior.corefile import CoreBackend
+    from v8dbg.program import Program
+    from v8dbg.v8 import layouts
+    monkeypatch.setattr(layouts, "roots_table", lambda _v: None)
+    d = leak_dir(version)
+    binary = str(node_binary(version))
+    prog = Program(CoreBackend(str(d / "core"), binary), binary)
+    heap = isolates.isolates(prog)[0].heap
+    g = graph.build(prog, heap)
+    assert g.root_names[-1] == "(Native roots)" and g.late_groups == [len(g.root_names) - 1]
+    assert any("roots table was not found" in n for n in g.root_notes), g.root_notes
+    assert any("(Native roots) holds every other word" in n for n in g.root_notes), g.root_notes
+    seen, _ = graph.reach(g)
+    leaks = 0
+    for st in census.of(prog, heap).maps.values():
+        if st.addresses and prog.shapes.is_object_row_type(st.instance_type) and \
+                prog.shapes.shape(st.map, st.addresses[0]).constructor == "Leak":
+            i = g.indices(np.asarray(st.addresses, dtype=np.uint64))
+            leaks += int(seen[i[i >= 0]].sum())
+    assert leaks == read_json(d, "expected-leakchain.json")["leak_n"]

@@ -138,6 +138,10 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
     to = g.edge_to[lo:hi]
     off = g.edge_name[lo:hi]
     gtype = g.edge_type[lo:hi]
+    if g.cleared_groups:
+        # As V8's file: a cleared weak table's edges (to live objects) strong.
+        gtype = np.where(np.isin(src, [1 + i for i in g.cleared_groups]) &
+                         (gtype == gmod.E_WEAK), gmod.E_ELEMENT, gtype).astype(np.uint8)
     idx = np.arange(lo, hi, dtype=np.int64) - g.first_edge[src]
     kinds = np.where(gtype == gmod.E_WEAK, gmod.E_WEAK, gmod.E_HIDDEN).astype(np.uint8)
     names = idx.astype(np.uint32)

@@ -101,6 +101,10 @@ class Graph:
     seconds: float = 0.0
     root_notes: list[str] = field(default_factory=list)  # root groups not read, and why
     late_groups: list[int] = field(default_factory=list)  # groups followed last (conservative)
+    # Groups whose weak edges V8's file draws as strong ones: weak tables its
+    # GC clears before writing (the string table), so they hold only live
+    # objects there.
+    cleared_groups: list[int] = field(default_factory=list)
     # (table, key, value) nodes of each ephemeron whose key and value are
     # objects, sorted by key: the key's edge to the value is in the graph.
     ephemerons: Any = None
@@ -371,6 +375,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     name_p.append(np.arange(len(names), dtype=np.uint32))
     notes: list[str] = []
     late = [i for i, gr in enumerate(groups) if gr.late]
+    cleared = [i for i, gr in enumerate(groups) if gr.cleared]
     for gi, g in enumerate(groups):
         groups[gi] = None  # type: ignore[call-overload]  # its values let go once resolved
         notes.extend(g.notes)
@@ -429,7 +434,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         first_edge, edge_to, edge_type, edge_name = _insert_edges(
             np, code[:, 0], code[:, 1], code[:, 2], first_edge, edge_to, edge_type, edge_name)
     g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
-              first, time.monotonic() - t0, notes, late, pairs, read_only)
+              first, time.monotonic() - t0, notes, late, cleared, pairs, read_only)
     st.graphs[heap] = g
     return g
 
@@ -547,7 +552,9 @@ def reach(g: Graph) -> tuple[Any, Any]:
     # its key's edge is followed only then, not in the breadth-first pass.
     pairs = g.ephemerons if g.ephemerons is not None and len(g.ephemerons) else None
     eph_pos = np.flatnonzero(g.edge_name == EPHEMERON) if pairs is not None else None
-    while len(frontier) or late:
+    # The loop ends once nothing is left to follow: no frontier, no ephemeron
+    # whose table and key are both reached, no group left to start from.
+    while True:
         check_interrupted()
         if not len(frontier) and pairs is not None:
             new = np.flatnonzero(seen[pairs[:, 0]] & seen[pairs[:, 1]] & ~seen[pairs[:, 2]])
@@ -558,6 +565,8 @@ def reach(g: Graph) -> tuple[Any, Any]:
                 frontier = v.astype(np.int64)
                 continue
         if not len(frontier):
+            if not late:
+                break
             frontier = np.array([late.pop(0)], dtype=np.int64)
             parent[frontier] = fe[0] + frontier - 1  # the root's edge to that group
             continue

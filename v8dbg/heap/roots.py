@@ -5,8 +5,8 @@ V8 visits its roots by lists (the roots table, builtins, global and eternal
 handles, handle scopes, the stacks, the microtask queue, ...), all in the
 target's memory outside the heap's pages. The groups are V8's sub-roots of
 `(GC roots)` for the line (layouts.gc_root_names: every one, empty ones
-too, in the order its snapshot writes them), then v8dbg's own
-`(Native roots)`. Found precisely:
+too, in the order its snapshot writes them), each holding what V8's list
+of that name holds:
 
 - the Isolate's RootsTable: its read-only part `(Read-only roots)`, its
   strong mutable part `(Strong roots)` (`(Strong root list)` from 12.4),
@@ -15,49 +15,48 @@ too, in the order its snapshot writes them), then v8dbg's own
 - `(Eternal handles)`, `(Startup object cache)`, `(Shareable object
   cache)`: the lists the Isolate keeps in malloc'd memory, found by their
   shape from its words (`_isolate_lists`);
+- `(Compilation cache)`, `(Extensions)`, `(Micro tasks)` and the weak
+  `(Internalized strings)` and `(External strings)`: the lists behind the
+  Isolate's other pointers (rootlists.py);
 - `(Global handles)`: V8's blocks of global handles (node's persistent and
   BaseObject handles), found by their shape: 256 nodes whose indices run
   0..255; strong nodes are roots, weak ones weak edges;
 - `(Handle scope)`: the handles in use of the isolate's handle blocks, as
   V8's HandleScopeImplementer lists them (the rest of the current block is
   stale and no root);
-- `(Stack roots)`: the thread state's exception and message, and the words
-  of the V8 frames of the isolate's JS segments on its thread (from each
-  exit frame's sp to the entry frame that began the segment:
-  segments.js_spans). An optimized frame is taken as V8 visits it, through
-  its safepoint table (`_frame_words`, `v8/safepoints.py`): TurboFan's
-  outgoing arguments, the spill slots tagged at its call and its fixed
-  part, never its dead spill slots; Maglev's outgoing arguments, tagged
-  pushed registers, all its tagged slots, context and function. Every
-  other frame is taken word by word: interpreted and baseline frames are
-  all tagged in V8 too; builtin and stub frames, an optimized frame whose
-  table cannot be read (the notes count them) and a segment running when
-  the core was taken (no exit frame to start the walk) conservatively. The
-  C++ frames between segments, the entry frames' saved
-  C++ registers and other threads' stacks are no roots, as in V8. JS that
-  was running when the core was taken (no exit frame below it) is taken
-  from the thread's sp up.
+- `(Stack roots)`: the thread state's exception, message and contexts,
+  and the words of the V8 frames of the isolate's JS segments on its
+  thread (from each exit frame's sp to the entry frame that began the
+  segment: segments.js_spans). An optimized frame is taken as V8 visits
+  it, through its safepoint table (`_frame_words`, `v8/safepoints.py`):
+  TurboFan's outgoing arguments, the spill slots tagged at its call and its
+  fixed part, never its dead spill slots; Maglev's outgoing arguments,
+  tagged pushed registers, all its tagged slots, context and function.
+  Every other frame is taken word by word: interpreted and baseline frames
+  are all tagged in V8 too; builtin and stub frames and an optimized frame
+  whose table cannot be read (the notes count them) conservatively. The
+  C++ frames between segments, the entry frames' saved C++ registers and
+  other threads' stacks are no roots, as in V8. JS that was running when
+  the core was taken (no exit frame below it) is taken from the thread's
+  sp up.
 
-Conservative, `(Native roots)`, last: every other word of native memory
-that holds an object's address (the rest of the Isolate, the compilation
-cache, the microtask queue, the string tables, compile jobs' persistent
-handles, and what no list above names). It is
-followed only after every other group has been, so paths go through the
-groups above where they can; and it may hold stale words, which keep an
-object "reachable" that V8 would free: over-counting, never missing.
-Memory that holds only stale addresses is left out: malloc's freed chunks
-(each malloc heap walked: the next chunk's PREV_INUSE bit clear, or the
-thread cache's key in the chunk), the spare handle block
+A list that cannot be placed is empty, and the graph's notes say so. No
+other native memory is a root: a stale word in a malloc'd buffer keeps no
+garbage alive.
+
+Where the Isolate or its roots table cannot be placed (a line whose roots
+table was not measured, an isolate whose thread state is not found), the
+old conservative rule stands for it, and the notes say so: every word of
+the Isolate as the strong roots, every thread's stack from its sp up,
+and v8dbg's own `(Native roots)`, last: every other word of native memory
+that holds an object's address, followed only after every other group.
+Memory that holds only stale addresses is left out of it: malloc's freed
+chunks (each malloc heap walked: the next chunk's PREV_INUSE bit clear, or
+the thread cache's key in the chunk), the spare handle block
 (HandleScopeImplementer's spare_, whose offset is in layouts.py), the
-Isolate's RootIndexMap table and every thread's stack. For the main
-thread's isolate, the malloc arenas of the other threads are left out too:
-there V8's helper threads keep their GC worklists and compile jobs, stale
-once done.
-
-Where a precise list cannot be placed (a line whose roots table was not
-measured, an isolate whose thread state is not found), the old
-conservative rule stands for it (every word of the Isolate as the strong
-roots; every thread's stack from its sp up) and the graph's notes say so.
+Isolate's RootIndexMap table and every thread's stack; for the main
+thread's isolate, the malloc arenas of the other threads too (V8's helper
+threads' GC worklists and compile jobs, stale once done).
 
 Every V8 memory chunk is heap and no root, the freed and pooled ones too
 (their stale objects hold addresses of live ones).
@@ -75,6 +74,7 @@ from ..inferior.arenas import MAX_CHUNKS, free_chunks, secondary_heaps
 from ..interrupt import check_interrupted
 from ..v8 import layouts
 from ..v8 import pages as v8pages
+from . import rootlists
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -99,6 +99,9 @@ class RootGroup:
     notes: list[str] = field(default_factory=list)
     weak: Any = None  # uint64 array: what the group holds only weakly
     late: bool = False  # followed only after every other group (found conservatively)
+    # A weak table V8's GC clears before its snapshot draws it, strong (the
+    # string table): its weak edges are written as strong ones, to live objects.
+    cleared: bool = False
 
 
 def _cut(ranges: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -182,7 +185,8 @@ def _chunks(prog: Program, lay, regs: list[tuple[int, int]], heaps) -> list[tupl
 def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGroup]:
     """The root groups of the heap whose objects lie in [lo, hi] (np: NumPy):
     one per sub-root of V8's snapshot of this line, in its order (empty ones
-    too), then v8dbg's own conservative `(Native roots)`."""
+    too), then, only where the Isolate's lists cannot be placed, v8dbg's own
+    conservative `(Native roots)`."""
     regs = v8pages.regions(prog)
     lay = v8pages.layout(prog)
     heaps = v8pages.find_heaps(prog, lay)
@@ -220,6 +224,8 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
         notes.append("no block of V8's global handles was found: objects only they hold "
                      "count as garbage")
     away = list(gh_blocks)
+    weak = {GLOBAL: gh_weak}
+    precise = False
     strong_name = "(Strong root list)" if "(Strong root list)" in names else STRONG
     cut4 = False
     if span is None:
@@ -232,32 +238,48 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
             got, cut4 = _pointers(np, prog, [span], lo, hi, budget)
             found[strong_name] = [got]
             away.append(span)
+        precise = tables is not None
         tables = dict(tables or {})
         for name, rs in _isolate_lists(prog, span).items():
+            tables.setdefault(name, []).extend(rs)
+        more, weak_lists, more_notes = rootlists.isolate_lists(prog, span, heap, names)
+        notes.extend(more_notes)
+        for name, rs in more.items():
             tables.setdefault(name, []).extend(rs)
         for name, rs in tables.items():
             got, c = _pointers(np, prog, rs, lo, hi, budget)
             cut4 |= c
             found.setdefault(name, []).append(got)
-            # The rest of the Isolate is read with the native roots.
             away.extend(rs)
-    weak = {GLOBAL: gh_weak}
+        for name, rs in weak_lists.items():
+            got, c = _pointers(np, prog, rs, lo, hi, budget)
+            cut4 |= c
+            weak[name] = got
+            away.extend(rs)  # weak: no conservative root either
     found.setdefault(GLOBAL, []).append(gh_strong)
     groups = []
     seen: set[str] = set()
+    seen_weak: set[str] = set()
     for n in names:
         # A name V8 gives two of its lists (10 and 11: both strong root lists)
         # holds its values in the first.
         parts = found.get(n, []) if n not in seen else []
         seen.add(n)
         vals_n = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
-        groups.append(RootGroup(n, vals_n, weak=weak.get(n) if parts else None))
-    if _main_isolate(prog, heap):
-        # Threads other than the main one malloc from their own arenas: for the
-        # main isolate those are V8's helper threads, whose freed GC worklists
-        # and compile jobs hold stale addresses of objects.
-        away += secondary_heaps(regs, v8pages.bulk(prog).read)
-    groups.append(RootGroup(NATIVE, np.unique(vals[~_inside(np, where, away)]), late=True))
+        groups.append(RootGroup(n, vals_n, weak=weak.get(n) if n not in seen_weak else None,
+                                cleared=n in rootlists.CLEARED))
+        seen_weak.add(n)
+    if not precise:
+        # The Isolate's lists could not be placed: every other word of native
+        # memory holding an object's address stands for them, as before.
+        if _main_isolate(prog, heap):
+            # Threads other than the main one malloc from their own arenas: for
+            # the main isolate those are V8's helper threads, whose freed GC
+            # worklists and compile jobs hold stale addresses of objects.
+            away += secondary_heaps(regs, v8pages.bulk(prog).read)
+        notes.append(f"the isolate's root lists were not all found: {NATIVE} holds every "
+                     "other word of native memory that holds an object's address")
+        groups.append(RootGroup(NATIVE, np.unique(vals[~_inside(np, where, away)]), late=True))
     if cut5:
         notes.append(f"a malloc heap of over {MAX_CHUNKS} chunks: its freed chunks were "
                      "scanned for roots too")
@@ -557,7 +579,8 @@ def _isolate_tables(prog: Program, span: tuple[int, int], top) -> dict[str, list
     if top is not None:
         fields = [n for n in ("TopException", "TopPendingMessage", "TopScheduledException")
                   if n in md.consts]
-        out[STACK] = [(top.top + md.const(n), top.top + md.const(n) + 8) for n in fields]
+        offs = [md.const(n) for n in fields] + list(layouts.top_contexts(md.v8_version))
+        out[STACK] = [(top.top + o, top.top + o + 8) for o in offs]
     return out
 
 

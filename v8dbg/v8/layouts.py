@@ -1580,6 +1580,50 @@ _BUILTINS_TABLES = {(10, 1): ((144, 10), (34160, 2055)), (10, 2): ((144, 10), (3
                     (14, 6): ((144, 7), (42904, 2415))}
 
 
+# The other lists V8 visits as roots, measured in cores of the pinned lines
+# (10.2, 11.3, 12.4, 13.6, 14.6; a line between takes the older one's):
+# - the ThreadLocalTop's tagged fields visited with the stack besides the
+#   exception and message: context_ (and topmost_script_having_context_
+#   from 12): byte offsets in it;
+# - the CompilationCache the Isolate points to: the offsets of its
+#   sub-caches' isolate_ back pointers (how it is recognised) and of their
+#   tables, `(Compilation cache)`: script, eval global, eval contextual,
+#   then the two RegExp generations (10.x: each sub-cache has a vtable
+#   and a generation count first);
+# - the Bootstrapper, pointed to two words before the CompilationCache:
+#   the offset of its extensions cache's FixedArray, `(Extensions)`;
+# - a MicrotaskQueue (after its vtable): size_, capacity_, start_,
+#   ring_buffer_, then next_ and prev_, the ring of every queue of the
+#   isolate that V8 visits from the default one;
+# - the string table's Data (StringTable's data_ first): element count
+#   (32 bits), capacity (32 bits, a power of two), the elements (tagged
+#   strings; Smi 0 empty, Smi 1 deleted).
+_TOP_CONTEXTS = {(10, 1): (16,), (12, 0): (16, 24)}
+_COMPILATION_CACHE = {(10, 1): ((16, 56, 96, 136), (32, 72, 112, 152, 160)),
+                      (11, 0): ((8, 24, 40, 56), (16, 32, 48, 64, 72))}
+BOOTSTRAPPER_BEFORE_CACHE = 16
+EXTENSIONS_CACHE = 24
+MICROTASK_QUEUE = {"size": 8, "capacity": 16, "start": 24, "ring": 32, "next": 48, "prev": 56}
+STRING_TABLE = {"data": 0, "count": 8, "capacity": 16, "elements": 24}
+
+
+def _older(table: dict, version: tuple[int, ...]):
+    key = (version[0], version[1])
+    older = [k for k in sorted(table) if k <= key]
+    return table[older[-1]] if older else None
+
+
+def top_contexts(version: tuple[int, ...]) -> tuple[int, ...]:
+    """Byte offsets in the ThreadLocalTop of the contexts V8 visits as stack roots."""
+    return _older(_TOP_CONTEXTS, version) or ()
+
+
+def compilation_cache(version: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(offsets of the isolate back pointers, offsets of the tables) in the
+    CompilationCache; None for a line before those measured."""
+    return _older(_COMPILATION_CACHE, version)
+
+
 def gc_root_names(version: tuple[int, ...]) -> list[str]:
     """The (GC roots) sub-roots V8 `version`'s heap snapshot writes, in its order."""
     key = (version[0], version[1])

@@ -597,3 +597,18 @@ class LiveNode:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def debugger_run_source(debugger: str) -> str:
+    """Python source, for the debugger's own interpreter, of `_run(c)`: run
+    the debugger command c and return what it printed, its error included."""
+    if debugger == "gdb":
+        return ("def _run(c):\n"
+                "    try:\n"
+                "        return gdb.execute(c, to_string=True)\n"
+                "    except gdb.error as e:\n"
+                "        return str(e)\n")
+    return ("def _run(c):\n"
+            "    r = lldb.SBCommandReturnObject()\n"
+            "    lldb.debugger.GetCommandInterpreter().HandleCommand(c, r)\n"
+            "    return (r.GetOutput() or '') + (r.GetError() or '')\n")

@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from support import VERSIONS, LiveNode, json_line
+from support import VERSIONS, LiveNode, debugger_run_source, json_line
 from test_corrupt import CMD_BOUND, check_output, run_debugger
 
 CASES = [(d, v) for d in ("gdb", "lldb") for v in VERSIONS]
@@ -100,17 +100,7 @@ def refind(debugger: str, command: str, which: str = "keeper") -> str:
     """A debugger command line that runs `command` with ADDR replaced by the Keeper's
     address (or its handler's), both looked up in the same attach, and prints what
     `command` printed (its error included)."""
-    if debugger == "gdb":
-        run = ("def _run(c):\n"
-               "    try:\n"
-               "        return gdb.execute(c, to_string=True)\n"
-               "    except gdb.error as e:\n"
-               "        return str(e)\n")
-    else:
-        run = ("def _run(c):\n"
-               "    r = lldb.SBCommandReturnObject()\n"
-               "    lldb.debugger.GetCommandInterpreter().HandleCommand(c, r)\n"
-               "    return (r.GetOutput() or '') + (r.GetError() or '')\n")
+    run = debugger_run_source(debugger)
     code = (run + "import json\n"
             "def _doc(c):\n"
             "    return json.loads(next(l for l in _run(c).splitlines() if l.startswith('{')))\n"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from support import (FRONTENDS, ROOT, VERSIONS, LiveNode, json_line, make_core, node_binary,
-                     read_json, run, run_cli, run_gdb, run_lldb)
+from support import (FRONTENDS, ROOT, VERSIONS, LiveNode, debugger_run_source, json_line,
+                     make_core, node_binary, read_json, run, run_cli, run_gdb, run_lldb)
 
 # Values whose text rendering must equal node's util.inspect exactly.
 TEXT_EXCEPTIONS = {
@@ -416,17 +416,7 @@ def _zoo_in_one_stop(debugger: str) -> str:
     argument of its zoo frame, the output of _commands' two commands, each
     after ZOO_MARK: the values are read in the same stop of a running process
     as the stack that gave their addresses."""
-    if debugger == "gdb":
-        run = ("def _run(c):\n"
-               "    try:\n"
-               "        return gdb.execute(c, to_string=True)\n"
-               "    except gdb.error as e:\n"
-               "        return str(e)\n")
-    else:
-        run = ("def _run(c):\n"
-               "    r = lldb.SBCommandReturnObject()\n"
-               "    lldb.debugger.GetCommandInterpreter().HandleCommand(c, r)\n"
-               "    return (r.GetOutput() or '') + (r.GetError() or '')\n")
+    run = debugger_run_source(debugger)
     half = len(ZOO_MARK) // 2  # split, so that lldb's echo of the line does not hold it
     code = (run + "import json\n"
             "s = _run('jsstack -v --json')\n"

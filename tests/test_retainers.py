@@ -336,3 +336,25 @@ def test_unplaced_roots_table_falls_back(version: str, monkeypatch) -> None:
             i = g.indices(np.asarray(st.addresses, dtype=np.uint64))
             leaks += int(seen[i[i >= 0]].sum())
     assert leaks == read_json(d, "expected-leakchain.json")["leak_n"]
+
+
+def test_unfound_dispatch_table_is_said(monkeypatch) -> None:
+    """From node 24 a function's code is reached only through V8's JS dispatch
+    table; where the table is not found, the graph's notes say that code is
+    left without its `code` edges (it would otherwise count as garbage
+    silently)."""
+    from v8dbg.heap import graph, isolates
+    from v8dbg.inferior.corefile import CoreBackend
+    from v8dbg.program import Program
+    from v8dbg.v8 import dispatch
+    version = "24.21.0"
+    d = leak_dir(version)
+    binary = str(node_binary(version))
+    prog = Program(CoreBackend(str(d / "core"), binary), binary)
+    found = graph.build(prog, isolates.isolates(prog)[0].heap)
+    assert not any("dispatch table" in n for n in found.root_notes), found.root_notes
+    monkeypatch.setattr(dispatch, "find", lambda *_a: None)
+    prog = Program(CoreBackend(str(d / "core"), binary), binary)
+    g = graph.build(prog, isolates.isolates(prog)[0].heap)
+    assert any("JS dispatch table was not found" in n for n in g.root_notes), g.root_notes
+    assert len(g.edge_to) < len(found.edge_to)

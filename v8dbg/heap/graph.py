@@ -429,7 +429,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     if len(pairs):
         first_edge, edge_to, edge_type, edge_name = _ephemeron_edges(
             np, pairs, first_edge, edge_to, edge_type, edge_name)
-    code = _function_code(np, prog, c, node_addr, first, codes)
+    code = _function_code(np, prog, c, node_addr, first, codes, notes)
     if len(code):
         first_edge, edge_to, edge_type, edge_name = _insert_edges(
             np, code[:, 0], code[:, 1], code[:, 2], first_edge, edge_to, edge_type, edge_name)
@@ -464,12 +464,14 @@ def _ephemeron_edges(np, pairs, first_edge, edge_to, edge_type, edge_name):
                          first_edge, edge_to, edge_type, edge_name)
 
 
-def _function_code(np, prog: Program, c, node_addr, first: int, codes: list):
+def _function_code(np, prog: Program, c, node_addr, first: int, codes: list,
+                   notes: list[str]):
     """(function node, its code's node, the handle's byte offset) of each
     JSFunction whose code V8 13.6+ keeps in the JS dispatch table (no slot of
     the function points at it: V8's snapshot has the `code` edge all the
     same); sorted by function, none before 13.6 or where the table is not
-    found. `codes`: the tagged addresses of the heap's Code objects."""
+    found (said in `notes`: the code only functions hold then counts as
+    unreachable). `codes`: the tagged addresses of the heap's Code objects."""
     from ..v8 import dispatch
     none = np.zeros((0, 3), dtype=np.int64)
     if not dispatch.applies(prog) or not codes:
@@ -481,6 +483,9 @@ def _function_code(np, prog: Program, c, node_addr, first: int, codes: list):
     fns = [a for ms in c.maps.values() if lo <= ms.instance_type <= hi
            and ms.addresses is not None for a in ms.addresses]
     table = dispatch.find(np, prog, fns, np.sort(np.asarray(codes, dtype=np.uint64)))
+    if table is None and fns:
+        notes.append("the JS dispatch table was not found: functions have no `code` edge, "
+                     "and code only they hold counts as unreachable")
     if table is None or not fns:
         return none
     at = md.fields[("JSFunction", "dispatch_handle")]

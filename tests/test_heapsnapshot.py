@@ -62,6 +62,7 @@ file behind.
 
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 import subprocess
@@ -80,6 +81,8 @@ from support import GDB, LLDB, ROOT, VERSIONS, make_core, node_binary, run
 LEAK_N = 3000
 NAMES = ("Session", "Record", "SessionCache")
 _TMP = Path(tempfile.mkdtemp(prefix="v8dbg-heapsnapshot-"))
+# The module's files (a few hundred MB a run) go with the process that made them.
+atexit.register(shutil.rmtree, _TMP, True)
 
 
 @lru_cache(maxsize=None)

@@ -263,6 +263,26 @@ def _typed_names(snap: heapsnapshot.Snapshot) -> Counter:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_context_names(version):
+    """Contexts named and typed as V8 does: the native context `hidden /
+    system / NativeContext`, the script context table as that line's V8 has
+    it (an array to node 20, `hidden / system / ScriptContextTable` from
+    22), every other context `object / system / Context`. (Before: all of
+    them `object / system / Context`.)"""
+    def contexts(path: Path) -> Counter:
+        snap = heapsnapshot.read(path)
+        return Counter((snap.type(i), snap.name(i)) for i in range(len(snap.ids))
+                       if "Context" in snap.name(i) and snap.name(i).startswith("system / "))
+
+    mine, theirs = contexts(written(version)[0]), contexts(v8_file(version))
+    assert theirs[("hidden", "system / NativeContext")] == 1, theirs
+    for k in [("hidden", "system / NativeContext"), ("hidden", "system / ScriptContextTable")]:
+        assert mine[k] == theirs[k], (k, mine[k], theirs[k])
+    ctx = ("object", "system / Context")
+    assert theirs[ctx] <= mine[ctx] <= theirs[ctx] * 1.01, (mine[ctx], theirs[ctx])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_read_only_names(version):
     """Maps, symbols and oddballs typed and named as V8 does: read-only maps
     `hidden` (they are V8's, no object's shape), string maps by their

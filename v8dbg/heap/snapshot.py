@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import DecodeError, TargetMemoryError
 from ..interrupt import check_interrupted
-from ..v8.layouts import heap_snapshot_meta
+from ..v8.layouts import heap_snapshot_meta, script_context_table_is_array
 from . import census
 from . import graph as gmod
 from .edges import Extra, MapCodes, StringTable, buffer_data, extra_edges, type_edges
@@ -143,7 +143,12 @@ class _Namer:
             return T["hidden"], None, "oddball"
         if base == "BIGINT":
             return T["bigint"], S.add("bigint"), ""
-        if "CONTEXT" in base and "INFO" not in base:
+        if base == "NATIVE_CONTEXT":
+            return T["hidden"], S.add("system / NativeContext"), ""
+        if base == "SCRIPT_CONTEXT_TABLE" and script_context_table_is_array(
+                tuple(self.md.v8_version)):
+            return T["array"], S.add(""), ""
+        if "CONTEXT" in base and "INFO" not in base and base != "SCRIPT_CONTEXT_TABLE":
             return T["object"], S.add("system / Context"), ""
         if base == "SHARED_FUNCTION_INFO":
             return T["code"], None, "shared"

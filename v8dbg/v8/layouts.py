@@ -1510,6 +1510,14 @@ _NATIVE_CONTEXT_SLOTS: dict[tuple[int, int], str] = {
 }
 
 
+def script_context_table_is_array(version: tuple[int, ...]) -> bool:
+    """Whether V8 `version`'s ScriptContextTable is one of its FixedArrays,
+    which its snapshot files as an `array` (10.2, 11.3); from 12.4 it is a
+    class of its own, `hidden / system / ScriptContextTable` (read from V8's
+    snapshots of the pinned lines; a line between takes the older rule)."""
+    return (version[0], version[1]) < (12, 4)
+
+
 def native_context_slot_names(version: tuple[int, ...]) -> dict[int, str]:
     """Slot index -> V8's name of a native context's slots, for the lines
     measured ({} for another: its slots stay numbered)."""

@@ -14,7 +14,7 @@ import os
 import re
 import struct
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..errors import V8DbgError
 
@@ -446,13 +446,15 @@ class ElfFile:
             return None
         return addrs[i], sizes[i]
 
-    def symbols_matching(self, pattern: bytes) -> dict[str, int]:
+    def symbols_matching(self, pattern: bytes, tails: bool = False) -> dict[str, int]:
         """Map name -> address for symbols whose name matches a regex (bytes).
 
         Scans string tables once instead of decoding every symbol name.
+        tails: also names the linker stored as the end of a longer one (a
+        name that ends another shares its bytes: `_GLOBAL__sub_I_NAME`).
         """
         wanted: dict[int, str] = {}
-        rx = re.compile(rb"(?<=\x00)(" + pattern + rb")(?=\x00)")
+        rx = re.compile((rb"(" if tails else rb"(?<=\x00)(") + pattern + rb")(?=\x00)")
         for sec in self.sections:
             if sec.type not in (SHT_SYMTAB, SHT_DYNSYM) or sec.link >= len(self.sections):
                 continue
@@ -475,6 +477,59 @@ class ElfFile:
                 if n is not None and shndx != 0:
                     out[n] = value
         return out
+
+
+    def side_cache(self, kind: str) -> Any:
+        """The JSON document kept for this binary beside its symbol index under
+        `kind` (a name with its format's version: `meta7`), None where there
+        is none or it cannot be read: what is found by scanning the whole
+        binary is kept there once."""
+        import json
+        base = self._cache_file()
+        if not base:
+            return None
+        try:
+            with open(base[:-len(".bin")].replace("syms-", f"{kind}-") + ".json") as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+
+    def keep_side_cache(self, kind: str, doc: Any) -> None:
+        """Keep `doc` (JSON) as this binary's `kind` document (see side_cache);
+        a cache that cannot be written is no error."""
+        import json
+        base = self._cache_file()
+        if not base:
+            return
+        path = base[:-len(".bin")].replace("syms-", f"{kind}-") + ".json"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as fh:
+                json.dump(doc, fh)
+            os.replace(tmp, path)
+        except (OSError, TypeError, ValueError):
+            pass
+
+    def symbol_span(self, name: str) -> tuple[int, int] | None:
+        """(address, size) of the symbol named exactly `name`, None where the
+        binary has none; kept beside its symbol index (finding it scans the
+        whole string table, some 0.1-0.6 s)."""
+        doc = self.side_cache("named1")
+        doc = doc if isinstance(doc, dict) else {}
+        got = doc.get(name, False)
+        if got is None:
+            return None
+        if isinstance(got, list) and len(got) == 2 and all(isinstance(x, int) for x in got):
+            return got[0], got[1]
+        addr = self.symbols_matching(re.escape(name.encode()), tails=True).get(name)
+        span = None
+        if addr is not None:
+            at = self.symbol_start(addr)
+            span = (addr, at[1] if at and at[0] == addr else 0)
+        doc[name] = list(span) if span else None
+        self.keep_side_cache("named1", doc)
+        return span
 
 
 _open_cache: dict[tuple[str, int, int], ElfFile] = {}

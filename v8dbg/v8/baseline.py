@@ -42,33 +42,20 @@ def tables(binary: ElfFile) -> tuple[list[bytes] | None, list[str] | None]:
     """V8's bytecode operand sizes and names, kept on disk per binary next to
     its symbol index: finding them scans the whole symbol and string tables
     (a quarter second), which every start of the CLI would otherwise pay."""
-    import json
-    import os
-    base = binary._cache_file()
-    path = (base[:-len(".bin")].replace("syms-", f"bytecodes{_TABLES_FORMAT}-") + ".json"
-            if base else None)
-    if path:
+    kind = f"bytecodes{_TABLES_FORMAT}"
+    doc = binary.side_cache(kind)
+    if doc is not None:
         try:
-            with open(path) as fh:
-                doc = json.load(fh)
             sizes = [bytes.fromhex(r) for r in doc["sizes"]] if doc["sizes"] else None
             names = [str(n) for n in doc["names"]] if doc["names"] else None
             return sizes, names
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             pass
     sizes = read_sizes(binary)
     from .bytecodes import read_names
     names = read_names(binary, len(sizes[0])) if sizes else None
-    if path:
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w") as fh:
-                json.dump({"sizes": [r.hex() for r in sizes] if sizes else None,
-                           "names": names}, fh)
-            os.replace(tmp, path)
-        except OSError:
-            pass
+    binary.keep_side_cache(kind, {"sizes": [r.hex() for r in sizes] if sizes else None,
+                                  "names": names})
     return sizes, names
 
 

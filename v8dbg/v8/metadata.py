@@ -144,21 +144,13 @@ def load(binary: ElfFile) -> Metadata:
     return md
 
 
-def _cache_path(binary: ElfFile) -> str | None:
-    base = binary._cache_file()
-    # The version in the name retires caches written before a format change.
-    return base[:-len(".bin")].replace("syms-", f"meta{_CACHE_FORMAT}-") + ".json" if base else None
-
-
 def _read_cache(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],
                                           BuiltinTable | None, dict[int, str]] | None:
-    import json
-    path = _cache_path(binary)
-    if not path:
+    # The version in the kind retires caches written before a format change.
+    doc = binary.side_cache(f"meta{_CACHE_FORMAT}")
+    if doc is None:
         return None
     try:
-        with open(path) as fh:
-            doc = json.load(fh)
         raw = {str(k): int(v) for k, v in doc["raw"].items()}
         ver = tuple(int(x) for x in doc["version"])
         if len(ver) != 4:
@@ -166,27 +158,15 @@ def _read_cache(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, i
         table = BuiltinTable.from_json(doc["builtins"]) if doc.get("builtins") else None
         names = {int(k): str(n) for k, n in doc["type_names"].items()}
         return raw, ver, table, names  # type: ignore[return-value]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def _write_cache(binary: ElfFile, raw: dict[str, int], v: tuple[int, int, int, int],
                  table: BuiltinTable | None, names: dict[int, str]) -> None:
-    import json
-    import os
-    path = _cache_path(binary)
-    if not path:
-        return
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            json.dump({"raw": raw, "version": list(v),
-                       "builtins": table.to_json() if table else None,
-                       "type_names": {str(k): n for k, n in names.items()}}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    binary.keep_side_cache(f"meta{_CACHE_FORMAT}", {
+        "raw": raw, "version": list(v), "builtins": table.to_json() if table else None,
+        "type_names": {str(k): n for k, n in names.items()}})
 
 
 def _scan(binary: ElfFile) -> tuple[dict[str, int], tuple[int, int, int, int],

@@ -33,6 +33,10 @@ COMMON: dict[str, Any] = {
         # Symbol flags bits of a private symbol (a heap snapshot's `private
         # symbol`): is_private; from 14.6 is_private_name apart, bit 1.
         "SymbolPrivateMask": 1,
+        # ... and of a class's private name (`#x`): is_private_name, bit 4
+        # (with is_private); from 14.6 bit 1 alone. Seen in cores of 22, 24
+        # (0x11) and 26 (0x2).
+        "SymbolPrivateNameMask": 0x10,
         "BuiltinExitFrameTargetOffset": 24,  # the JSFunction in a BuiltinExitFrame, from fp
         "ErrorStackFrameSlots": 0,  # >0: an unformatted error stack is a flat list
         "ErrorStackFrameFunction": 2,
@@ -249,6 +253,7 @@ VERSIONS: dict[tuple[int, int], dict[str, Any]] = {
         # (Checked against V8's file of a node 26 core: the symbols with
         # flags 0x1, 0x2 or 0x3 are its 189 private symbols.)
         "SymbolPrivateMask": 3,
+        "SymbolPrivateNameMask": 2,
         "PositionTableEncoding": 2,
     }, "fields": {**_CODE_12, **_SFI_DATA_13}},
 }
@@ -520,6 +525,9 @@ for _key, (_base, _consts, _fields) in _BETWEEN.items():
                    if not (n.startswith("type_") and n[5:] in _DERIVED_TYPES)} | _consts,
         "fields": dict(VERSIONS[_base]["fields"]) | _fields,
     }
+# 12.9 keeps a JSFunction's Code in its own `code` slot (its metadata names
+# it): no JS dispatch table before 13.6.
+VERSIONS[(12, 9)]["fields"].pop(("JSFunction", "dispatch_handle"))
 
 
 # V8's per-thread state, found from a Heap (both are members of the Isolate):
@@ -600,6 +608,26 @@ def thread_top_variants(md: Any) -> list[dict[str, int]]:
     at = [facts for k, facts in line if k <= own]
     first = at[-1] if at else line[0][1]
     return [first] + [facts for _, facts in reversed(line) if facts is not first]
+
+
+# Facts that changed within a V8 version, along a line's releases, keyed as
+# _THREAD_TOP is (a release takes the last entry at or before its own key).
+# Node 24 took V8 13.6.233.17 at 24.12.0, and with it FreeSpace sizes counted
+# in words: 24.0.0-24.11.0 (13.6.233.8 and .10) still count bytes (seen in
+# their cores: a free block's size Smi equals its bytes to the page's end).
+_RELEASE_CONSTS: dict[tuple[int, int], list[tuple[tuple[int, int, int], dict[str, int]]]] = {
+    (13, 6): [((233, 8, 0), dict(FreeSpaceSizeInWords=0)),  # 24.0.0, 24.11.0
+              ((233, 17, 0), dict(FreeSpaceSizeInWords=1))],  # 24.12.0-24.21.0
+}
+
+
+def release_consts(md: Any) -> dict[str, int]:
+    """The constants of this release within its V8 version (see _RELEASE_CONSTS)."""
+    line = _RELEASE_CONSTS.get((md.v8_version[0], md.v8_version[1]))
+    if not line:
+        return {}
+    at = [facts for k, facts in line if k <= _release_key(md)]
+    return dict(at[-1] if at else line[0][1])
 
 
 # V8's own tables of its embedded builtins, read where the binary is stripped
@@ -756,6 +784,7 @@ def apply(md: Any) -> None:
     merged_consts = dict(COMMON["consts"])
     merged_consts.update(entry["consts"])
     merged_consts.update(thread_top_variants(md)[0])
+    merged_consts.update(release_consts(md))
     merged_fields = dict(COMMON["fields"])
     merged_fields.update(entry["fields"])
     for name, value in merged_consts.items():
@@ -965,6 +994,22 @@ def trace_sites(version: tuple[int, ...]) -> dict[str, Any]:
     return out
 
 
+# -- objects' sizes the maps do not give --------------------------------------------------
+# Instance types whose objects have a size the map leaves open (instance
+# size 0) but V8 fixes, in words. 11.3's WasmNull is its map word alone (in
+# each node 20 core the read-only space's `length` string starts right
+# after it); sized to the next map word from two words on, it swallowed
+# that string.
+_FIXED_OBJECT_WORDS: dict[tuple[int, int], dict[str, int]] = {
+    (10, 2): {}, (11, 3): {"WASM_NULL_TYPE": 1}, (12, 4): {}}
+
+
+def fixed_object_words(version: tuple[int, ...]) -> dict[str, int]:
+    """Instance type name -> size in words, of the objects whose map gives no size
+    but whose size V8 `version` fixes (the nearest older line's for a line between)."""
+    return _older(_FIXED_OBJECT_WORDS, version) or {}
+
+
 # -- heap snapshot format ------------------------------------------------------------------
 # What each line's V8 writes as `snapshot.meta` of a .heapsnapshot
 # (HeapSnapshotJSONSerializer::SerializeSnapshot). trace_node_id went with
@@ -1033,8 +1078,11 @@ _SNAPSHOT_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "ArrayBoilerplateDescription": (("constant_elements", "constant_elements"),),
     "DescriptorArray": (("enum_cache", "enum_cache"),),
     "Symbol": (("name", "name"),),
-    # Named by none: their slots are `hidden` edges.
+    # Named by none: their slots are `hidden` edges (a BytecodeArray's too:
+    # ExtractBytecodeArrayReferences only tags what it holds). A Code
+    # object's are named by its kind (code_snapshot_fields).
     "PropertyArray": (), "FunctionTemplateInfo": (), "Oddball": (), "JSRegExp": (),
+    "BytecodeArray": (), "Code": (),
 }
 # Before 12: a SharedFunctionInfo's script slot is `script_or_debug_info`,
 # an AccessorInfo's getter and setter are Foreigns (10.2) V8 names too.
@@ -1054,9 +1102,12 @@ _SNAPSHOT_FIELDS_13 = {
                            ("untrusted_function_data", "untrusted_function_data"),
                            ("feedback_metadata", "raw_outer_scope_info_or_feedback_metadata")),
 }
+# From 12.4 machine code's instructions are an InstructionStream of their
+# own (ExtractInstructionStreamReferences): its Code and relocation info.
+_STREAM_FIELDS = {"InstructionStream": (("code", "code"), ("relocation_info", "relocation_info"))}
 _SNAPSHOT_FIELDS_BY_LINE = {(10, 2): _SNAPSHOT_FIELDS_10, (11, 3): _SNAPSHOT_FIELDS_11,
-                            (12, 4): {}, (13, 6): _SNAPSHOT_FIELDS_13,
-                            (14, 6): _SNAPSHOT_FIELDS_13}
+                            (12, 4): _STREAM_FIELDS, (13, 6): _SNAPSHOT_FIELDS_13 | _STREAM_FIELDS,
+                            (14, 6): _SNAPSHOT_FIELDS_13 | _STREAM_FIELDS}
 # Offsets of those fields the binaries' metadata lacks (x64, no pointer
 # compression), read in cores of every pinned line.
 _SNAPSHOT_OFFSETS_COMMON = {
@@ -1066,14 +1117,45 @@ _SNAPSHOT_OFFSETS_COMMON = {
     ("DescriptorArray", "enum_cache"): 16,
     ("AccessorInfo", "name"): 8, ("AccessorInfo", "data"): 16,
 }
+# An InstructionStream's Code and relocation info, from 12.4.
+_STREAM_OFFSETS = {("InstructionStream", "code"): 8, ("InstructionStream", "relocation_info"): 16}
 _SNAPSHOT_OFFSETS_BY_LINE = {
     # 14.6's DescriptorArray has one word more before its enum cache; its
     # AccessorInfo keeps its data before its name.
     (14, 6): {("DescriptorArray", "enum_cache"): 24, ("AccessorInfo", "data"): 8,
-              ("AccessorInfo", "name"): 16},
+              ("AccessorInfo", "name"): 16, **_STREAM_OFFSETS},
+    (13, 6): _STREAM_OFFSETS,
+    (12, 4): _STREAM_OFFSETS,
     (10, 2): {("AccessorInfo", "expected_receiver_type"): 24, ("AccessorInfo", "setter"): 32,
-              ("AccessorInfo", "getter"): 40, ("AccessorInfo", "data"): 56},
+              ("AccessorInfo", "getter"): 40, ("AccessorInfo", "data"): 56,
+              ("Code", "relocation_info"): 8},
 }
+
+# A Code object's fields V8's snapshot names (ExtractCodeReferences), by the
+# code's kind, as (metadata field, V8's name): `every` kind's; baseline
+# code's (its bytecode and its bytecode offset table in the slots other
+# code keeps its deoptimization data and source positions in); the other
+# kinds' (`deopt_kinds`: every other kind, or from 12.4 optimized code
+# alone, uses_deoptimization_data). From 12.4 a Code without an
+# instruction stream of its own (a builtin's) has none named (`stream`).
+# Checked against V8's own snapshots of the same heap on every pinned line.
+_CODE_FIELDS_10: dict[str, Any] = {
+    "every": (("relocation_info", "relocation_info"),),
+    "baseline": (("deoptimization_data", "interpreter_data"),
+                 ("source_position_table", "bytecode_offset_table")),
+    "other": (("deoptimization_data", "deoptimization_data"),
+              ("source_position_table", "source_position_table")),
+    "deopt_kinds": "all", "stream": None}
+_CODE_FIELDS_12: dict[str, Any] = _CODE_FIELDS_10 | {
+    "every": (("instruction_stream", "instruction_stream"),),
+    "deopt_kinds": "optimized", "stream": "instruction_stream"}
+_CODE_FIELDS = {(10, 2): _CODE_FIELDS_10, (12, 4): _CODE_FIELDS_12}
+
+
+def code_snapshot_fields(version: tuple[int, ...]) -> dict[str, Any]:
+    """How V8 `version`'s heap snapshot names a Code object's fields (the
+    nearest older line's for a line not in the table)."""
+    return _older(_CODE_FIELDS, version) or _CODE_FIELDS[(10, 2)]
 
 
 def snapshot_fields(version: tuple[int, ...]) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -1084,6 +1166,20 @@ def snapshot_fields(version: tuple[int, ...]) -> dict[str, tuple[tuple[str, str]
     older = [k for k in sorted(_SNAPSHOT_FIELDS_BY_LINE) if k <= key]
     own = _SNAPSHOT_FIELDS_BY_LINE[older[-1] if older else min(_SNAPSHOT_FIELDS_BY_LINE)]
     return _SNAPSHOT_FIELDS | own
+
+
+# A function has its prototype slot (JSFunction::prototype_or_initial_map,
+# which V8's snapshot names by what it holds) when its map's bit_field
+# (Map::Bits1) has `has_prototype_slot` set: bit 7 on every pinned line
+# (checked in each line's cores: set on exactly the functions whose slot
+# holds a map, a prototype or the hole; a function without one may keep an
+# in-object property in that word).
+_PROTOTYPE_SLOT_BIT = {(10, 2): 7}
+
+
+def prototype_slot_bit(version: tuple[int, ...]) -> int:
+    """The bit of a Map's bit_field that says its functions have a prototype slot."""
+    return _older(_PROTOTYPE_SLOT_BIT, version) or _PROTOTYPE_SLOT_BIT[(10, 2)]
 
 
 def snapshot_field_offsets(version: tuple[int, ...]) -> dict[tuple[str, str], int]:
@@ -1102,6 +1198,9 @@ def snapshot_field_offsets(version: tuple[int, ...]) -> dict[tuple[str, str], in
 # lazily made map or function not yet made) is not known, and stays a
 # numbered `hidden` edge if another program's holds one. Checked besides:
 # `object_function` holds the Object function, `array_function` Array.
+# `template_weakmap`, made lazily, is the slot before
+# `typed_array_function` on every line (NATIVE_CONTEXT_FIELDS' order; held
+# and so named in V8's file of the TypeScript core on 18 and 24).
 _NATIVE_CONTEXT_SLOTS: dict[tuple[int, int], str] = {
     (10, 2): (
         "extension global_proxy_object embedder_data - generator_next_internal "
@@ -1243,7 +1342,7 @@ _NATIVE_CONTEXT_SLOTS: dict[tuple[int, int], str] = {
         "class_function_map string_function string_function_prototype_map symbol_function "
         "wasm_exported_function_map wasm_tag_constructor wasm_exception_constructor "
         "wasm_global_constructor wasm_instance_constructor wasm_memory_constructor "
-        "wasm_module_constructor wasm_table_constructor - - typed_array_function "
+        "wasm_module_constructor wasm_table_constructor - template_weakmap typed_array_function "
         "typed_array_prototype array_entries_iterator array_for_each_iterator "
         "array_keys_iterator array_values_iterator error_function error_to_string "
         "eval_error_function aggregate_error_function global_eval_fun global_parse_float_fun "
@@ -1322,7 +1421,7 @@ _NATIVE_CONTEXT_SLOTS: dict[tuple[int, int], str] = {
         "wasm_webassembly_object wasm_exported_function_map wasm_tag_constructor "
         "wasm_exception_constructor wasm_global_constructor wasm_instance_constructor "
         "wasm_js_tag wasm_memory_constructor wasm_module_constructor wasm_table_constructor - "
-        "- typed_array_function typed_array_prototype array_entries_iterator "
+        "template_weakmap typed_array_function typed_array_prototype array_entries_iterator "
         "array_for_each_iterator array_keys_iterator array_values_iterator error_function "
         "error_to_string eval_error_function aggregate_error_function global_eval_fun "
         "global_parse_float_fun global_parse_int_fun global_proxy_function map_delete map_get "
@@ -1406,7 +1505,8 @@ _NATIVE_CONTEXT_SLOTS: dict[tuple[int, int], str] = {
         "wasm_webassembly_object wasm_exported_function_map wasm_tag_constructor "
         "wasm_exception_constructor wasm_global_constructor wasm_instance_constructor "
         "wasm_js_tag wasm_memory_constructor wasm_module_constructor wasm_table_constructor "
-        "wasm_suspending_constructor - - - - - typed_array_function typed_array_prototype "
+        "wasm_suspending_constructor - - - - template_weakmap typed_array_function "
+        "typed_array_prototype "
         "array_entries_iterator array_for_each_iterator array_keys_iterator "
         "array_values_iterator error_function error_to_string eval_error_function "
         "aggregate_error_function global_eval_fun global_parse_float_fun global_parse_int_fun "
@@ -1495,7 +1595,8 @@ _NATIVE_CONTEXT_SLOTS: dict[tuple[int, int], str] = {
         "wasm_webassembly_object wasm_exported_function_map wasm_tag_constructor "
         "wasm_exception_constructor wasm_global_constructor wasm_instance_constructor "
         "wasm_js_tag wasm_memory_constructor wasm_module_constructor wasm_table_constructor "
-        "wasm_suspending_constructor - - - - - typed_array_function typed_array_prototype "
+        "wasm_suspending_constructor - - - - template_weakmap typed_array_function "
+        "typed_array_prototype "
         "array_entries_iterator array_for_each_iterator array_keys_iterator "
         "array_values_iterator error_function error_to_string eval_error_function "
         "aggregate_error_function global_eval_fun global_parse_float_fun global_parse_int_fun "
@@ -1516,6 +1617,18 @@ def script_context_table_is_array(version: tuple[int, ...]) -> bool:
     class of its own, `hidden / system / ScriptContextTable` (read from V8's
     snapshots of the pinned lines; a line between takes the older rule)."""
     return (version[0], version[1]) < (12, 4)
+
+
+# The native context's weak slots V8's snapshot names (`weak` edges) after
+# NATIVE_CONTEXT_FIELDS: to 10.2 its lists of optimized and deoptimized
+# code (held in V8's file of the TypeScript core on 18); gone in 11.3.
+_NATIVE_CONTEXT_WEAK = {(10, 2): {268: "optimized_code_list", 269: "deoptimized_code_list"},
+                        (11, 3): {}}
+
+
+def native_context_weak_slots(version: tuple[int, ...]) -> dict[int, str]:
+    """Slot index -> V8's name of a native context's weak slots V8 names."""
+    return _older(_NATIVE_CONTEXT_WEAK, version) or {}
 
 
 def native_context_slot_names(version: tuple[int, ...]) -> dict[int, str]:
@@ -1596,7 +1709,7 @@ _BUILTINS_TABLES = {(10, 1): ((144, 10), (34160, 2055)), (10, 2): ((144, 10), (3
 # - the CompilationCache the Isolate points to: the offsets of its
 #   sub-caches' isolate_ back pointers (how it is recognised) and of their
 #   tables, `(Compilation cache)`: script, eval global, eval contextual,
-#   then the two RegExp generations (10.x: each sub-cache has a vtable
+#   then the two RegExp generations (10.1-10.2: each sub-cache has a vtable
 #   and a generation count first);
 # - the Bootstrapper, pointed to two words before the CompilationCache:
 #   the offset of its extensions cache's FixedArray, `(Extensions)`;
@@ -1608,11 +1721,22 @@ _BUILTINS_TABLES = {(10, 1): ((144, 10), (34160, 2055)), (10, 2): ((144, 10), (3
 #   strings; Smi 0 empty, Smi 1 deleted).
 _TOP_CONTEXTS = {(10, 1): (16,), (12, 0): (16, 24)}
 _COMPILATION_CACHE = {(10, 1): ((16, 56, 96, 136), (32, 72, 112, 152, 160)),
-                      (11, 0): ((8, 24, 40, 56), (16, 32, 48, 64, 72))}
+                      (10, 7): ((8, 24, 40, 56), (16, 32, 48, 64, 72))}
 BOOTSTRAPPER_BEFORE_CACHE = 16
 EXTENSIONS_CACHE = 24
 MICROTASK_QUEUE = {"size": 8, "capacity": 16, "start": 24, "ring": 32, "next": 48, "prev": 56}
 STRING_TABLE = {"data": 0, "count": 8, "capacity": 16, "elements": 24}
+# V8's global handles (handles/global-handles.cc): a node is its object,
+# class id (16 bits), index in its block (8), flags (8, the state in the
+# low 3), then a parameter and a weak callback: 32 bytes on every line
+# measured. A block is GLOBAL_HANDLE_BLOCK nodes, then next_,
+# global_handles_, space_ (globalhandles.py). The GlobalHandles holds
+# the Isolate* first, then its NodeSpace pointers at these offsets
+# (measured on the cores, each checked by its back-pointer): on 10.2
+# regular_nodes_ and traced_nodes_; from 11.x regular_nodes_ only (traced
+# handles have their own class there, and their own sub-root).
+GLOBAL_HANDLE_BLOCK = 256
+_GLOBAL_HANDLES = {(10, 1): (32, (16, 48)), (11, 0): (32, (8,))}
 
 
 def _older(table: dict, version: tuple[int, ...]):
@@ -1648,3 +1772,9 @@ def roots_table(version: tuple[int, ...]) -> tuple[int, int, int, int] | None:
 def builtins_tables(version: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     """(offset, count) of the Isolate's builtin tables, () for a line not measured."""
     return _BUILTINS_TABLES.get((version[0], version[1]), ())
+
+
+def global_handles(version: tuple[int, ...]) -> tuple[int, tuple[int, ...]] | None:
+    """(node size, offsets of the NodeSpace pointers in the GlobalHandles,
+    the regular nodes' first); None for a line before those measured."""
+    return _older(_GLOBAL_HANDLES, version)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted
 from ..v8.pages import Page, _Layout, _numpy, _plan, find_pages
-from .walk import NumpyPages, Walker, _code_owners, walk_page
+from .walk import NumpyPages, Walker, _code_owners, page_objects, walk_page
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -48,8 +48,12 @@ class Census:
 
 
 def scan(prog: Program, heap: int | None = None, progress=None,
-         use_numpy: bool | None = None) -> Census:
-    """The census of one isolate's heap; cached on the program until it runs again."""
+         use_numpy: bool | None = None, objects=None) -> Census:
+    """The census of one isolate's heap; cached on the program until it runs again.
+
+    With `objects` (and NumPy), each page's walk keeps every object it
+    steps over and hands them to objects(page, PageObjects) before the next
+    page is read: the heap graph's nodes from the census's own walk."""
     cached = prog.heap_state.census.get(heap) if heap is not None else None
     if cached is not None and use_numpy is None:
         return cached
@@ -59,6 +63,8 @@ def scan(prog: Program, heap: int | None = None, progress=None,
     heap, pages = find_pages(prog, lay, heap)
     live = _plan(prog, heap, pages, lay)
     w = Walker(prog, h)
+    if objects is not None:
+        prog.heap_state.walker = w  # the one `objects` classifies maps with
     np = _numpy() if use_numpy is not False else None
     nw = NumpyPages(w, np) if np is not None else None
     acc: dict[int, array] = {}  # map -> addresses, in page order
@@ -69,7 +75,12 @@ def scan(prog: Program, heap: int | None = None, progress=None,
     code_owners = _code_owners(w, live)
     for p in live:
         check_interrupted()
-        r = walk_page(w, nw, p, code_owners, acc)
+        if objects is not None and np is not None:
+            po = page_objects(np, w, nw, p, code_owners)
+            objects(p, po)
+            r = po.result
+        else:
+            r = walk_page(w, nw, p, code_owners, acc)
         total += r.count
         unknown += r.unknown
         if r.damaged:
@@ -120,10 +131,10 @@ def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:
     return out
 
 
-def of(prog: Program, heap: int, progress=None) -> Census:
+def of(prog: Program, heap: int, progress=None, objects=None) -> Census:
     """The census of one isolate's heap, taken once per target state; an error
-    when the heap holds no readable object at all."""
-    c = scan(prog, heap, progress)
+    when the heap holds no readable object at all. `objects`: see `scan`."""
+    c = scan(prog, heap, progress, objects=objects)
     if not c.total_objects:
         raise V8DbgError(f"no live V8 heap object could be read ({len(c.pages)} heap pages "
                          "found): the heap in this target is unreadable or damaged")

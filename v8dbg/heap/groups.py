@@ -32,6 +32,10 @@ class Group:
     size: int = 0
     representative: int = 0
     maps: list[int] = field(default_factory=list)
+    # Map -> this row's objects of that dictionary-mode map (whose objects each
+    # have their own keys, so that one map's objects fall into several rows):
+    # kept as the row is made, not read again for its members.
+    dict_members: dict[int, array] = field(default_factory=dict, repr=False, compare=False)
 
 
 def live_maps(prog: Program, heap: int) -> list[census.MapStats]:
@@ -85,8 +89,11 @@ def groups(prog: Program, heap: int) -> list[Group]:
                     g = groups[key] = Group(key[0], list(key[1]), representative=a)
                 g.count += 1
                 g.size += per
-                if st.map not in g.maps:
+                got = g.dict_members.get(st.map)
+                if got is None:
+                    got = g.dict_members[st.map] = array("Q")
                     g.maps.append(st.map)
+                got.append(a)
             continue
         key = (shape.constructor, tuple(shape.properties))
         g = groups.get(key)
@@ -108,19 +115,19 @@ def proxies(prog: Program, heap: int) -> int:
 
 
 def members(prog: Program, heap: int, g: Group) -> list[int] | array:
-    """Addresses of the live objects of one row."""
-    live = {st.map: st for st in live_maps(prog, heap)}
-    sh = prog.shapes
+    """Addresses of the live objects of one row (those groups() put in it)."""
+    live = {st.map: st for st in live_maps(prog, heap)} if len(g.dict_members) < len(g.maps) \
+        else {}
     parts: list = []
     for m in g.maps:
+        got = g.dict_members.get(m)
+        if got is not None:
+            parts.append(got)
+            continue
         st = live.get(m)
         if st is None or st.addresses is None or not st.count:
             continue
-        if sh.shape(m, st.addresses[0]).dictionary and st.count <= MAX_DICT_SHAPES:
-            want = (g.constructor, g.properties)
-            parts.append(array("Q", [a for a in st.addresses if sh.name_and_properties(a, m) == want]))
-        else:
-            parts.append(st.addresses)
+        parts.append(st.addresses)
     if len(parts) == 1:
         return parts[0]
     out = array("Q")

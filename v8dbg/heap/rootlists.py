@@ -68,11 +68,16 @@ def isolate_lists(prog: Program, span: tuple[int, int], heap: int, names: list[s
         ext = _extensions(prog, iso, words, at)
         if ext is not None:
             strong["(Extensions)"] = [ext]
-    queues = _microtasks(prog, iso, span, words)
-    mt = "(Micro tasks)" if "(Micro tasks)" in names else "(Strong roots)"
-    if queues is None:
-        notes.append("no microtask queue was found: pending microtasks are no roots")
+    try:
+        queues = _microtasks(prog, iso, span, words)
+    except _TooMany as e:
+        queues = None
+        notes.append(f"{e}: pending microtasks are no roots")
     else:
+        if queues is None:
+            notes.append("no microtask queue was found: pending microtasks are no roots")
+    mt = "(Micro tasks)" if "(Micro tasks)" in names else "(Strong roots)"
+    if queues is not None:
         strong.setdefault(mt, []).extend(queues)
     table = _string_table(prog, span, words)
     if table is None:
@@ -155,6 +160,10 @@ def _extensions(prog: Program, iso: int, words: tuple[int, ...], at: int) -> tup
     return (p + layouts.EXTENSIONS_CACHE, p + layouts.EXTENSIONS_CACHE + 8)
 
 
+class _TooMany(Exception):
+    """A cap on the microtask queues was hit (its message says which)."""
+
+
 def _queue(prog: Program, q: int) -> tuple[int, int, int, int, int, int] | None:
     """(size, capacity, start, ring, next, prev) of the MicrotaskQueue at q,
     if it has a queue's shape."""
@@ -164,7 +173,7 @@ def _queue(prog: Program, q: int) -> tuple[int, int, int, int, int, int] | None:
         return None
     size, cap, start, ring, nxt, prev = (w[m[k] // 8] for k in
                                          ("size", "capacity", "start", "ring", "next", "prev"))
-    if not (_ptr(nxt) and _ptr(prev) and size <= cap <= MAX_QUEUE):
+    if not (_ptr(nxt) and _ptr(prev) and size <= cap < 1 << 40):
         return None
     if cap and not (_ptr(ring) and start < cap) or not cap and (ring or size or start):
         return None
@@ -198,12 +207,16 @@ def _microtasks(prog: Program, iso: int, span: tuple[int, int],
     q, seen = min(found), set()
     while q not in seen:
         if len(seen) >= MAX_QUEUES:
-            return None
+            raise _TooMany(f"the isolate's ring of microtask queues has more than "
+                           f"{MAX_QUEUES} queues, the most read")
         seen.add(q)
         got = _queue(prog, q)
         if got is None:
             return None
         size, cap, start, ring, nxt, _prev = got
+        if size > MAX_QUEUE:
+            raise _TooMany(f"the microtask queue at 0x{q:x} holds {size} microtasks, more "
+                           f"than the {MAX_QUEUE} read at most")
         for k in range(size):
             slot = ring + 8 * ((start + k) % cap)
             out.append((slot, slot + 8))

@@ -19,8 +19,11 @@ of that name holds:
   `(Internalized strings)` and `(External strings)`: the lists behind the
   Isolate's other pointers (rootlists.py);
 - `(Global handles)`: V8's blocks of global handles (node's persistent and
-  BaseObject handles), found by their shape: 256 nodes whose indices run
-  0..255; strong nodes are roots, weak ones weak edges;
+  BaseObject handles), followed from the Isolate as V8 links them
+  (v8/globalhandles.py); strong nodes are roots, weak ones weak edges.
+  Where that chain breaks (the notes say where), the blocks are found by
+  their shape in all native memory instead: 256 nodes whose indices run
+  0..255;
 - `(Handle scope)`: the handles in use of the isolate's handle blocks, as
   V8's HandleScopeImplementer lists them (the rest of the current block is
   stale and no root);
@@ -42,7 +45,8 @@ of that name holds:
 
 A list that cannot be placed is empty, and the graph's notes say so. No
 other native memory is a root: a stale word in a malloc'd buffer keeps no
-garbage alive.
+garbage alive. Where every list is placed and the global handles are
+followed from the Isolate, no other native memory is read at all.
 
 Where the Isolate or its roots table cannot be placed (a line whose roots
 table was not measured, an isolate whose thread state is not found), the
@@ -69,6 +73,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .arrays import unique
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..inferior.arenas import MAX_CHUNKS, free_chunks, secondary_heaps
 from ..interrupt import check_interrupted
@@ -213,13 +218,26 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     handle_vals, cut3 = _pointers(np, prog, sorted(handles), lo, hi, budget)
     found[HANDLES] = [handle_vals]
     span = _isolate_span(prog, heap)
-    freed, cut5 = _freed(prog, regs, chunks)
-    skip = stacks + dead + handles + stale + _no_roots(prog, heap, span) + freed
-    native = _cut(_cut(regs, chunks), sorted(skip))
-    # One read of native memory: global handle blocks, and every word that
-    # holds an object's address, kept with where it was.
-    gh_strong, gh_weak, gh_blocks, cut2, vals, where = \
-        _global_handles(np, prog, native, lo, hi, budget)
+    tables = _isolate_tables(prog, span, top) if span is not None else None
+    chain, why = _chain_handles(np, prog, span, lo, hi) if tables is not None else (None, None)
+    cut5 = False
+    if chain is not None:
+        # The Isolate's lists and its global handles placed: no native memory
+        # is scanned, nor walked for what the scan would skip.
+        gh_strong, gh_weak, gh_blocks, chain_notes = chain
+        notes += chain_notes
+        cut2, vals, where = False, None, None
+    else:
+        if why is not None:
+            notes.append(f"V8's global handles could not be followed from the Isolate ({why}): "
+                         "their blocks were looked for in all native memory")
+        freed, cut5 = _freed(prog, regs, chunks)
+        skip = stacks + dead + handles + stale + _no_roots(prog, heap, span) + freed
+        native = _cut(_cut(regs, chunks), sorted(skip))
+        # One read of native memory: global handle blocks, and every word that
+        # holds an object's address, kept with where it was.
+        gh_strong, gh_weak, gh_blocks, cut2, vals, where = \
+            _global_handles(np, prog, native, lo, hi, budget)
     if not gh_blocks:
         notes.append("no block of V8's global handles was found: objects only they hold "
                      "count as garbage")
@@ -231,7 +249,6 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
     if span is None:
         notes.append("the Isolate was not found: its roots table is missing")
     else:
-        tables = _isolate_tables(prog, span, top)
         if tables is None:
             notes.append("the roots table was not found at this release's offsets: every "
                          f"word of the Isolate is taken as {strong_name}")
@@ -265,7 +282,8 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
         # holds its values in the first.
         parts = found.get(n, []) if n not in seen else []
         seen.add(n)
-        vals_n = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+        # One value a slot, in the lists' order, as V8 draws one edge a slot.
+        vals_n = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
         groups.append(RootGroup(n, vals_n, weak=weak.get(n) if n not in seen_weak else None,
                                 cleared=n in rootlists.CLEARED))
         seen_weak.add(n)
@@ -279,7 +297,7 @@ def root_groups(np, prog: Program, heap: int, lo: int, hi: int) -> list[RootGrou
             away += secondary_heaps(regs, v8pages.bulk(prog).read)
         notes.append(f"the isolate's root lists were not all found: {NATIVE} holds every "
                      "other word of native memory that holds an object's address")
-        groups.append(RootGroup(NATIVE, np.unique(vals[~_inside(np, where, away)]), late=True))
+        groups.append(RootGroup(NATIVE, unique(np, vals[~_inside(np, where, away)]), late=True))
     if cut5:
         notes.append(f"a malloc heap of over {MAX_CHUNKS} chunks: its freed chunks were "
                      "scanned for roots too")
@@ -589,6 +607,75 @@ GH_BLOCK = 256  # nodes in a block of global handles (kBlockSize)
 GH_NORMAL = 1  # a node's state (flags & 7): a strong handle; 2, 3 are weak
 
 
+def table_roots(prog: Program, heap: int) -> list[int] | None:
+    """The values of the Isolate's roots table, read-only roots then strong
+    mutable ones, in V8's root order; None where the table is not found."""
+    span = _isolate_span(prog, heap)
+    tables = _isolate_tables(prog, span, None) if span is not None else None
+    if tables is None:
+        return None
+    strong = "(Strong root list)" if "(Strong root list)" in tables else STRONG
+    (a, b), = tables["(Read-only roots)"]
+    (c, d), = tables[strong]
+    if b != c:
+        return None
+    try:
+        data = prog.mem.read(a, d - a)
+    except TargetMemoryError:
+        return None
+    return [int.from_bytes(data[k:k + 8], "little") for k in range(0, len(data), 8)]
+
+
+def _node_values(np, obj, meta, lo: int, hi: int) -> tuple[Any, Any]:
+    """(strong, weak) objects in [lo, hi] of global handle nodes, given their
+    object words and the words after them (state: byte 3, low 3 bits;
+    NORMAL is a strong root, WEAK and PENDING weak; a free node holds no
+    object, V8 zaps it)."""
+    state = (meta >> np.uint64(24)) & np.uint64(7)
+    ok = ((obj & np.uint64(3)) == 1) & (obj >= np.uint64(lo)) & (obj <= np.uint64(hi))
+    return obj[ok & (state == GH_NORMAL)], obj[ok & ((state == 2) | (state == 3))]
+
+
+def _chain_handles(np, prog: Program, span: tuple[int, int], lo: int,
+                   hi: int) -> tuple[tuple[Any, Any, list[tuple[int, int]], list[str]] | None,
+                                     str | None]:
+    """(strong, weak, blocks, notes) of V8's global handles, the blocks
+    followed from the Isolate (v8/globalhandles.py), no native memory
+    scanned; or (None, why) when the chain cannot be followed. Each block's
+    nodes must hold their indices 0..255, as V8 numbers them."""
+    from ..v8 import globalhandles
+    try:
+        words = struct.unpack(f"<{(span[1] - span[0]) // 8}Q",
+                              prog.mem.read(span[0], span[1] - span[0]))
+    except (TargetMemoryError, struct.error):
+        return None, "the Isolate's words cannot be read"
+    # Read past the page cache: one look at each of the Isolate's pointers.
+    src = v8pages.bulk(prog)
+    chain = globalhandles.find(src, prog.md.v8_version, span[0], words)
+    if chain.error is not None:
+        return None, chain.error
+    step = chain.node_size // 8
+    k = np.arange(GH_BLOCK) * step
+    strong, weak = [], []
+    for b, e in chain.blocks:
+        check_interrupted()
+        try:
+            data = src.read(b, e - b)
+        except Exception:
+            data = None
+        if data is None or len(data) != e - b:
+            return None, f"the global handle block at {b:#x} cannot be read"
+        W = np.frombuffer(data, dtype="<u8")
+        if not (((W[k + 1] >> np.uint64(16)) & np.uint64(0xFF)) ==
+                np.arange(GH_BLOCK, dtype=np.uint64)).all():
+            return None, f"the nodes of the global handle block at {b:#x} are not numbered 0..255"
+        st, wk = _node_values(np, W[k], W[k + 1], lo, hi)
+        strong.append(st)
+        weak.append(wk)
+    cat = (lambda parts: unique(np, np.concatenate(parts)) if parts else np.zeros(0, np.uint64))
+    return (cat(strong), cat(weak), sorted(chain.blocks), chain.notes), None
+
+
 def _global_handles(np, prog: Program, ranges: list[tuple[int, int]], lo: int, hi: int,
                     budget: list[int]) -> tuple[Any, Any, list[tuple[int, int]], bool, Any, Any]:
     """(strong, weak) values of V8's global handles, the blocks found,
@@ -638,18 +725,15 @@ def _global_handles(np, prog: Program, ranges: list[tuple[int, int]], lo: int, h
                     k = np.arange(GH_BLOCK) * step + j
                     if not (X[k + 1] == np.arange(GH_BLOCK, dtype=np.uint8)).all():
                         continue
-                    obj = W[k]
-                    state = (W[k + 1] >> np.uint64(24)) & np.uint64(7)
-                    ok = ((obj & np.uint64(3)) == 1) & (obj >= np.uint64(lo)) & \
-                        (obj <= np.uint64(hi))
-                    strong.append(obj[ok & (state == GH_NORMAL)])
-                    weak.append(obj[ok & ((state == 2) | (state == 3))])
+                    st, wk = _node_values(np, W[k], W[k + 1], lo, hi)
+                    strong.append(st)
+                    weak.append(wk)
                     blocks.append((a + 8 * j, a + 8 * j + GH_BLOCK * S))
                     lastw = max(lastw, j + GH_BLOCK * step)
             # A block across the chunk's end is found in the next chunk.
             adv = n - GH_BLOCK * 40 if a + n < e else n
             a += max(8, adv & ~7)
-    cat = (lambda parts: np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64))
+    cat = (lambda parts: unique(np, np.concatenate(parts)) if parts else np.zeros(0, np.uint64))
     cat2 = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.uint64))
     v, w = cat2(vals), cat2(where)
     # Chunks overlap (a block across a chunk's end): each word once.

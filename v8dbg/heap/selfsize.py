@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .arrays import unique
 from ..errors import DecodeError, TargetMemoryError
 from . import census
 from . import graph as gmod
+from .edges import has_map
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -26,10 +28,11 @@ def applies(prog: Program) -> bool:
     return bool(prog.md.consts.get("SnapshotSizeForSnapshot", 0))
 
 
-def snapshot_sizes(prog: Program, g: gmod.Graph, maps: Any = None) -> Any:
+def snapshot_sizes(prog: Program, g: gmod.Graph, maps: Any = None, distinct: Any = None) -> Any:
     """Per node, its self size in V8's snapshot (bytes; the graph's own
     sizes where the version's rule is the plain one). `maps`, the map word
-    of each node, is read from the pages when not given."""
+    of each node, is read from the pages when not given; `distinct`, its
+    distinct values, where known."""
     got = getattr(g, "_snapshot_sizes", None)
     if got is not None:
         return got
@@ -39,24 +42,32 @@ def snapshot_sizes(prog: Program, g: gmod.Graph, maps: Any = None) -> Any:
     np = gmod.numpy()
     if maps is None:
         maps = node_maps(np, prog, g, list(census.of(prog, g.heap).pages) + list(g.read_only))
-    out = g.node_size.astype(np.uint64)
+    extras = _external_payloads(np, prog, g, maps, distinct)
+    del maps
+    # 32 bits a node, as the graph's sizes, unless a string's characters
+    # outside the heap take one past them.
+    out = g.node_size.copy()
+    if any(int(out[i]) + extra > 0xFFFFFFFF for i, extra in extras):
+        out = out.astype(np.uint64)
     out[g.in_read_only()] = 0
-    for i, extra in _external_payloads(np, prog, g, maps):
+    for i, extra in extras:
         out[i] += extra
     g._snapshot_sizes = out  # type: ignore[attr-defined]
     return out
 
 
-def _external_payloads(np, prog: Program, g: gmod.Graph, maps):
+def _external_payloads(np, prog: Program, g: gmod.Graph, maps, distinct=None):
     """(node, bytes of its characters) of each external string on the heap
     (not read-only: those weigh 0 whatever they hold)."""
     h = prog.heap
     s = prog.values.s
     nonstring = h.md.const("FirstNonstringType")
     ro = g.in_read_only()
-    um = np.unique(maps[g.first_object:])
+    um = unique(np, maps[g.first_object:]) if distinct is None else distinct
     ext: dict[int, bool] = {}  # external map -> one byte?
     for m in um.tolist():
+        if not m:
+            continue  # (a synthetic node's)
         try:
             t = h.map_type(int(m))
         except (DecodeError, TargetMemoryError):
@@ -66,7 +77,7 @@ def _external_payloads(np, prog: Program, g: gmod.Graph, maps):
     if not ext:
         return []
     keys = np.fromiter(ext, dtype=np.uint64, count=len(ext))
-    nodes = np.flatnonzero(np.isin(maps, keys) & ~ro)
+    nodes = np.flatnonzero(has_map(np, maps, keys) & ~ro)
     nodes = nodes[nodes >= g.first_object]
     out = []
     for i in nodes.tolist():

@@ -23,5 +23,7 @@ class HeapState:
     functions: dict[int, list] = field(default_factory=dict)  # Heap address -> function rows
     graphs: dict[int, Any] = field(default_factory=dict)  # Heap address -> its Graph
     reachable: dict[int, Any] = field(default_factory=dict)  # Heap address -> Reachable
+    # Heap address -> why its graph was not built (too big for the memory left)
+    refused: dict[int, str] = field(default_factory=dict)
     live: dict[int, list] = field(default_factory=dict)  # Heap address -> its live maps
     dispatch: Any = False  # the JS dispatch table (V8 13.6+): False not looked for, None not found

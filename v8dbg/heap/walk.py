@@ -15,15 +15,18 @@ import bisect
 import struct
 from array import array
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..v8 import layouts
 from ..v8.pages import Page, _Layout, bulk
 from ..v8.tagged import Heap
+from .arrays import unique, union
 
 if TYPE_CHECKING:
     from ..program import Program
 
 MAX_RESYNC_WORDS = 1 << 18
+OS_PAGE = 4096  # what V8 discards free memory by
 
 
 HASH_SIZE = 1 << 20
@@ -91,6 +94,8 @@ class _Classifier:
         self.o_isw = md.fields.get(("Map", "instance_size_in_words"),
                                    md.fields.get(("Map", "instance_size"), 8))
         self.o_type = md.off("Map", "instance_type")
+        self.fixed_words = {t[k]: n for k, n in layouts.fixed_object_words(md.v8_version).items()
+                            if k in t}
 
     def _code_rule(self, md) -> None:
         """How machine code objects are sized, where this V8's layout says:
@@ -163,6 +168,8 @@ class _Classifier:
         itype = struct.unpack_from("<H", raw, self.o_type)[0]
         if itype == self.free:
             return (K_FREE, 0, itype, False)
+        if not isw and itype in self.fixed_words:
+            return (K_FIXED, self.fixed_words[itype], itype, False)
         if itype < self.nonstring:
             if itype & 7 == 0:  # sequential
                 return (K_SEQ1 if itype & 8 else K_SEQ2, 0, itype, False)
@@ -295,8 +302,23 @@ class Walker:
         info = self.cache.get(m) or self.info(m)
         kind = info[0]
         if kind == K_BAD:
-            if m == 0 and not any(int(words[k]) for k in range(i, n)):
-                return n  # never-used memory to the page's end (an allocation area not found)
+            if m == 0:
+                # Never-used memory: the rest of an allocation area no list
+                # placed (a helper thread's, or code space's), zeros to the
+                # page's end or up to the object allocated after it.
+                j = i + 1
+                while j < n and not int(words[j]):
+                    j += 1
+                if j == n:
+                    return n
+                v = int(words[j])
+                if v & 3 == 1 and self.info(v)[0] != K_BAD:
+                    return j
+                if not (base1 - 1 + 8 * i) & (OS_PAGE - 1) and j - i >= OS_PAGE // 8:
+                    # Whole OS pages of a free range V8's sweeper gave back
+                    # (discarded: zeros in the core, the free block's header
+                    # with them): its dead bytes run on to the next object.
+                    return self._resync(words, j, min(n, j + MAX_RESYNC_WORDS))
             j = self._resync(words, i + 1, min(n, i + MAX_RESYNC_WORDS))
             res.damaged = True
             res.skipped += 8 * (j - i)
@@ -538,7 +560,7 @@ def _hash_shape(np, K) -> tuple[int, int]:
     while True:
         for shift in range(3, 13):
             h = (K >> np.uint64(shift)) & np.uint64(size - 1)
-            if len(np.unique(h)) == len(K):
+            if len(unique(np, h)) == len(K):
                 return size, shift
         if size >= HASH_SIZE:
             return HASH_SIZE, 3
@@ -792,6 +814,105 @@ def _one_object(w: Walker, p: Page, rec: bool) -> PageWalk | None:
     if rec and info[3]:
         res.records[m] = array("Q", [p.start + 1])
     return res
+
+
+@dataclass
+class PageObjects:
+    """Every object one walk of a page counts, for the census and the heap
+    graph at once: the walk's result (its records the census's, as
+    `walk_page` gives them) and, ascending, each object's word index, size
+    in words and map word, with the page's distinct maps (`maps` is
+    `distinct[inverse]`). `data`: the page's bytes where the walk read them
+    whole (a buffer the next page's read reuses), else None."""
+
+    result: PageWalk
+    data: Any
+    starts: Any
+    sizes: Any
+    maps: Any
+    distinct: Any
+    inverse: Any
+
+
+def _distinct(np, nw: NumpyPages | None, maps) -> tuple[Any, Any]:
+    """np.unique(maps, return_inverse=True) without sorting the page's maps:
+    those the bulk walk's table knows found through it, the others (few:
+    maps of no size rule) sorted apart."""
+    if nw is None or not len(maps):
+        return np.unique(maps, return_inverse=True)
+    nw._tables()
+    K = nw.K
+    if not len(K):
+        return np.unique(maps, return_inverse=True)
+    idx = nw.T.take(((maps >> np.uint64(nw.shift)) & np.uint64(nw.size - 1)).astype(np.intp))
+    idx = idx.astype(np.intp) - 1
+    hit = (idx >= 0) & (K[np.maximum(idx, 0)] == maps)
+    present = np.zeros(len(K), dtype=bool)
+    present[idx[hit]] = True
+    distinct = K[present]
+    if not hit.all():
+        distinct = union(np, distinct, maps[~hit])
+    return distinct, np.searchsorted(distinct, maps)
+
+
+def page_objects(np, w: Walker, nw: NumpyPages | None, p: Page,
+                 code_owners: set[int]) -> PageObjects:
+    """`walk_page` keeping every object it steps over (np: NumPy; nw the bulk
+    walk, None for the plain-Python one)."""
+    rec = p.owner not in code_owners
+    size = p.end - p.start
+    steps: list = []
+    chain: list = []
+    data = None
+    res = None
+    if p.marks is None and size > REUSE_BYTES and _one_object(w, p, rec) is not None:
+        m = struct.unpack("<Q", bytes(bulk(w.prog).read(p.start, 8)))[0]
+        res = PageWalk(count=1)
+        steps.append((p.start + 1, m, size >> 3))
+    elif p.marks is None and nw is not None and rec:
+        data = nw.read(p)
+        if data is not None:
+            res = nw.walk(p, data, False, steps, chain)
+    else:
+        words = w.read_page(p)
+        if words is not None:
+            data = words
+            res = w.marked_walk(p, words, rec, steps) if p.marks is not None \
+                else w.walk(p, words, rec, steps)
+            if not rec:  # as `walk_page` says of machine code
+                res.damaged = False
+                res.skipped = 0
+    if res is None:
+        res = PageWalk(damaged=True, skipped=size)
+    # The chain's objects ascend (one part per walk); those `step` took are
+    # put in their places among them.
+    starts = np.concatenate([c for c, _, _ in chain] or [np.zeros(0, dtype=np.int64)])
+    sizes = np.concatenate([z for _, z, _ in chain] or [np.zeros(0, dtype=np.int64)])
+    maps = np.concatenate([m for _, _, m in chain] or [np.zeros(0, dtype=np.uint64)])
+    if steps:
+        st = np.array([(a - 1 - p.start) >> 3 for a, _, _ in steps], dtype=np.int64)
+        sz = np.array([z for _, _, z in steps], dtype=np.int64)
+        sm = np.array([m for _, m, _ in steps], dtype=np.uint64)
+        into = np.searchsorted(starts, st)
+        starts, sizes, maps = np.insert(starts, into, st), np.insert(sizes, into, sz), \
+            np.insert(maps, into, sm)
+    starts, sizes = starts.astype(np.int64, copy=False), sizes.astype(np.int64, copy=False)
+    maps = maps.astype(np.uint64, copy=False)
+    distinct, inverse = _distinct(np, nw, maps)
+    if rec and len(starts):
+        keep = np.array([bool(w.info(m)[3]) for m in distinct.tolist()], dtype=bool)
+        sel = keep[inverse]
+        if sel.any():
+            which = inverse[sel]
+            addrs = starts[sel].astype(np.uint64) * np.uint64(8) + np.uint64(p.start + 1)
+            # (16-bit keys: NumPy's stable sort is then a radix sort)
+            order = np.argsort(which.astype(np.uint16) if len(distinct) <= 1 << 16 else which,
+                               kind="stable")
+            which, addrs = which[order], addrs[order]
+            cuts = (np.flatnonzero(np.diff(which)) + 1).tolist()
+            for x, y in zip([0] + cuts, cuts + [len(which)]):
+                res.records[int(distinct[which[x]])] = addrs[x:y]
+    return PageObjects(res, data, starts, sizes, maps, distinct, inverse)
 
 
 def walk_page(w: Walker, nw: NumpyPages | None, p: Page, code_owners: set[int],

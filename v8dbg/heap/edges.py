@@ -44,10 +44,12 @@ Internal objects' fields are named by V8's table of them per line
 (layouts.snapshot_fields: a Map's `descriptors`, `back_pointer`, a
 SharedFunctionInfo's `script`, a DescriptorArray's descriptors by index...)
 and a native context's slots by V8's names of them
-(layouts.native_context_slot_names). What V8 names besides (a native
-context's slots no measured core held, machine code's and bytecode's
-fields) stays `hidden` here: the edge exists, only its name is V8's index
-rather than its field name.
+(layouts.native_context_slot_names); a Code object's by its kind
+(layouts.code_snapshot_fields); a function's prototype slot by what it
+holds (`initial_map`, or the `prototype` property itself). What V8 names
+besides (a native context's slots no measured core held) stays `hidden`
+here: the edge exists, only its name is V8's index rather than its field
+name.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .arrays import unique
 from ..errors import DecodeError, TargetMemoryError
 from . import graph as gmod
 from .strtable import Items, StringTable
@@ -84,7 +87,7 @@ def in_object_names(prog: Program, m: int) -> dict[int, str]:
     describe ({} when the map has none or they cannot be read)."""
     v = prog.values
     try:
-        return {off: v.key_text(key, 200) or "?" for off, key in v.in_object_fields(m).items()}
+        return {off: _key_text(prog, key) for off, key in v.in_object_fields(m).items()}
     except (DecodeError, TargetMemoryError):
         return {}
 
@@ -102,9 +105,39 @@ class MapCodes:
     @classmethod
     def of(cls, node_map) -> MapCodes:
         np = gmod.numpy()
-        um = np.unique(node_map)
+        um = unique(np, node_map)
         code = np.searchsorted(um, node_map)
         return cls(um, code.astype(np.uint16 if len(um) <= 1 << 16 else np.uint32))
+
+
+class NodeMaps:
+    """Each node's map, held as its MapCodes (two bytes a node where there are
+    fewer than 65536 maps, not eight): indexed as the array of maps is."""
+
+    def __init__(self, codes: MapCodes) -> None:
+        self.codes = codes
+
+    def __getitem__(self, k) -> Any:
+        return self.codes.maps[self.codes.code[k]]
+
+    def __len__(self) -> int:
+        return len(self.codes.code)
+
+    def __array__(self, dtype=None, copy=None) -> Any:
+        a = self.codes.maps[self.codes.code]
+        return a if dtype is None else a.astype(dtype)
+
+
+def has_map(np, node_map, maps) -> Any:
+    """Bool per node: its map is one of `maps` (np.isin on the nodes' maps,
+    on their codes where node_map is a NodeMaps)."""
+    maps = np.asarray(maps, dtype=np.uint64)
+    if not isinstance(node_map, NodeMaps):
+        return np.isin(node_map, maps)
+    c = node_map.codes
+    at = np.minimum(np.searchsorted(c.maps, maps), max(len(c.maps) - 1, 0))
+    known = at[c.maps[at] == maps] if len(c.maps) else at[:0]
+    return np.isin(c.code, known.astype(c.code.dtype))
 
 
 def _by_map(np, sel, src, node_map, codes: MapCodes | None):
@@ -152,15 +185,23 @@ def type_edges(prog: Program, g: gmod.Graph, src, lo: int, hi: int, node_map,
     kinds[is_map] = gmod.E_INTERNAL
     names[is_map] = strings.add("map")
     # A weak edge's name is a string in V8's files, also when it is a number.
-    weak = np.flatnonzero(gtype == gmod.E_WEAK)
+    weak = np.flatnonzero((gtype == gmod.E_WEAK) & heap)
     if len(weak) and slots_only is None:
         names[weak] = strings.add_numbers(names[weak])
-        _weak_names(prog, weak[~synthetic[weak]], src, off, node_map, names, strings)
+        _weak_names(prog, weak, src, off, node_map, names, strings)
+    roots = np.flatnonzero(synthetic)
+    if len(roots) and slots_only is None:
+        # A GC sub-root's edges as V8's SetGcSubrootReference makes them:
+        # strong ones internal, each named by its place among the sub-root's
+        # edges, from 1 (V8 names those to an object of its roots table by
+        # the root's name instead: v8dbg has no such names).
+        kinds[roots] = np.where(gtype[roots] == gmod.E_WEAK, gmod.E_WEAK, gmod.E_INTERNAL)
+        names[roots] = strings.add_numbers(names[roots] + 1)
     _context_names(prog, g, src, lo, off, gtype, heap & ~is_map, node_map, kinds, names,
                    strings, codes)
     if slots_only is None:  # (hidden -> internal)
         _field_names(prog, heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src], src, off,
-                     node_map, kinds, names, strings, codes)
+                     to, node_map, kinds, names, strings, codes)
     # In-object properties of JS objects, by each map's descriptors.
     cand = heap & ~is_map & (gtype != gmod.E_WEAK) & is_js[src]
     if slots_only is not None:
@@ -191,7 +232,9 @@ _PARENTS = {"JS_MAP_TYPE": ("JSCollection",), "JS_SET_TYPE": ("JSCollection",),
 _JS_PARENTS = ("JSObject", "JSReceiver")
 _V8_NAMES = {"raw_properties_or_hash": "properties", "raw_feedback_cell": "feedback_cell",
              "bound_target_function": "bound_function", "bound_arguments": "bindings"}
-_NOT_FIELDS = ("map", "internal_fields")  # the map word; where embedder fields start
+# The map word; where embedder fields start; a function's prototype slot,
+# which V8 names by what it holds (_name_prototype_slot).
+_NOT_FIELDS = ("map", "internal_fields", "prototype_or_initial_map")
 
 
 def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
@@ -219,14 +262,31 @@ def _slot_rule(prog: Program, m: int) -> tuple[bool, dict[int, str]]:
         js = t >= h.md.types.get("JS_PROXY_TYPE", 1 << 16)
         classes = ((class_of(name),) + _PARENTS.get(name, ())
                    + (_JS_PARENTS if js else ())) if name else ()
+        per_class = _class_fields(prog)
         for c in classes:
-            for (k, f), o in h.md.fields.items():
-                if k == c and isinstance(o, int) and o % 8 == 0 and f not in _NOT_FIELDS:
-                    fields.setdefault(o, _V8_NAMES.get(f, f))
+            for o, f in per_class.get(c, ()):
+                fields.setdefault(o, _V8_NAMES.get(f, f))
         got = (False, fields)
     if len(_slot_rules) > MAX_PROPERTY_MAPS:
         _slot_rules.clear()
     _slot_rules[key] = got
+    return got
+
+
+_class_field_tables: dict[int, dict[str, list[tuple[int, str]]]] = {}
+
+
+def _class_fields(prog: Program) -> dict[str, list[tuple[int, str]]]:
+    """Class -> (byte offset, field name) of the metadata's tagged fields, in
+    the metadata's order: grouped once, not searched for each map."""
+    got = _class_field_tables.get(id(prog))
+    if got is None:
+        got = {}
+        for (k, f), o in prog.heap.md.fields.items():
+            if isinstance(o, int) and o % 8 == 0 and f not in _NOT_FIELDS:
+                got.setdefault(k, []).append((o, f))
+        _class_field_tables.clear()
+        _class_field_tables[id(prog)] = got
     return got
 
 
@@ -286,8 +346,7 @@ _BY_TARGET = {"constructor": {"MAP_TYPE": "back_pointer",
                               "FUNCTION_TEMPLATE_INFO_TYPE": "constructor_function_data",
                               "NATIVE_CONTEXT_TYPE": "native_context"},
               "transitions": {"FIXED_ARRAY_TYPE": "transition",
-                              "PROTOTYPE_INFO_TYPE": "prototype_info"},
-              "prototype_or_initial_map": {"MAP_TYPE": "initial_map"}}
+                              "PROTOTYPE_INFO_TYPE": "prototype_info"}}
 
 
 def _internal_names(prog: Program, g: gmod.Graph, src, off, to, node_map, kinds, names,
@@ -298,8 +357,12 @@ def _internal_names(prog: Program, g: gmod.Graph, src, off, to, node_map, kinds,
     np = gmod.numpy()
     hid = np.flatnonzero((kinds == gmod.E_HIDDEN) & (src >= g.first_object))
     slot0 = prog.heap.o_fa_data
+    code_t = prog.heap.md.types.get("CODE_TYPE")
     for m, sel in _by_map(np, hid, src, node_map, codes):
         if not m:
+            continue
+        if code_t is not None and _map_type(prog.heap, m) == code_t:
+            _code_names(prog, g, sel, src, off, kinds, names, strings)
             continue
         indexed, fields = _slot_rule(prog, m)
         offs = off[sel].astype(np.int64)
@@ -318,7 +381,7 @@ def _internal_names(prog: Program, g: gmod.Graph, src, off, to, node_map, kinds,
             if other:
                 h = prog.heap
                 tm = node_map[to[hit].astype(np.int64)]
-                for x in np.unique(tm).tolist():
+                for x in unique(np, tm).tolist():
                     t = _map_type(h, int(x)) if x else -1
                     relabel = other.get(h.type_name(t)) if t >= 0 else None
                     if relabel:
@@ -328,6 +391,56 @@ def _internal_names(prog: Program, g: gmod.Graph, src, off, to, node_map, kinds,
             at = sel[offs >= first]
             kinds[at] = gmod.E_INTERNAL
             names[at] = strings.add_numbers((offs[offs >= first] - first) // 8)
+
+
+def _code_names(prog: Program, g: gmod.Graph, sel, src, off, kinds, names,
+                strings: StringTable) -> None:
+    """A Code object's fields as V8's ExtractCodeReferences names them
+    (layouts.code_snapshot_fields): by each object's kind, read from its
+    flags (baseline code's bytecode is its `interpreter_data`, optimized
+    code's deoptimization data its `deoptimization_data`); from 12.4 none of
+    a Code without an instruction stream of its own (a builtin's)."""
+    from ..v8 import layouts
+    np = gmod.numpy()
+    h = prog.heap
+    md = h.md
+    rule = layouts.code_snapshot_fields(md.v8_version)
+    extra = layouts.snapshot_field_offsets(md.v8_version)
+
+    def at(f: str) -> int | None:
+        o = md.fields.get(("Code", f), extra.get(("Code", f)))
+        return o if isinstance(o, int) and o > 0 else None
+
+    offs = off[sel].astype(np.int64)
+    objs = src[sel]
+    if rule["stream"] is not None:
+        so = at(rule["stream"])
+        if so is None:
+            return
+        keep = np.isin(objs, objs[offs == so])
+        sel, offs, objs = sel[keep], offs[keep], objs[keep]
+    flags_at = at("flags")
+    if not len(sel) or flags_at is None:
+        return
+    base = md.const("CodeKindBaseline")
+    shift, mask = md.const("CodeKindFieldShift"), md.const("CodeKindFieldMask")
+    uniq = unique(np, objs)
+    kind = np.full(len(uniq), -1, dtype=np.int64)
+    for k, i in enumerate(uniq.tolist()):
+        try:
+            kind[k] = (h.mem.u32(int(g.node_addr[i]) - 1 + flags_at) >> shift) & mask
+        except (DecodeError, TargetMemoryError):
+            pass
+    kind = kind[np.searchsorted(uniq, objs)]
+    other = kind >= 0 if rule["deopt_kinds"] == "all" else (kind == base + 1) | (kind == base + 2)
+    for fields, which in ((rule["every"], kind >= 0), (rule["baseline"], kind == base),
+                          (rule["other"], other & (kind != base))):
+        for f, label in fields:
+            o = at(f)
+            hit = sel[which & (offs == o)] if o is not None else sel[:0]
+            if len(hit):
+                kinds[hit] = gmod.E_INTERNAL
+                names[hit] = strings.add(label)
 
 
 _weak_maps: dict[tuple[int, int], str] = {}
@@ -341,7 +454,7 @@ def _weak_names(prog: Program, weak, src, off, node_map, names, strings: StringT
         return
     md = prog.heap.md
     maps = node_map[src[weak]]
-    for m in np.unique(maps).tolist():
+    for m in unique(np, maps).tolist():
         key = (id(prog), int(m))
         t = _weak_maps.get(key)
         if t is None:
@@ -429,12 +542,33 @@ def _name_slots(sel, off, named: dict[int, str], kind: int, kinds, names,
                 strings: StringTable) -> None:
     """Edges `sel` (of objects of one map) at the byte offsets `named` holds
     get that kind and name."""
-    offs = off[sel].astype(gmod.numpy().int64)
-    for o, label in named.items():
-        hit = sel[offs == o]
-        if len(hit):
-            kinds[hit] = kind
-            names[hit] = strings.add(label)
+    np = gmod.numpy()
+    if len(named) < 4:
+        offs = off[sel]
+        for o, label in named.items():
+            hit = sel[offs == o]
+            if len(hit):
+                kinds[hit] = kind
+                names[hit] = strings.add(label)
+        return
+    # Many names: each edge's offset looked up among them at once, the names
+    # added in the same order as one by one (only those some edge has).
+    keys = np.fromiter(named, dtype=np.int64, count=len(named))
+    by = np.argsort(keys, kind="stable")
+    sk = keys[by]
+    offs = off[sel].astype(np.int64)
+    at = np.minimum(np.searchsorted(sk, offs), len(sk) - 1)
+    hit = sk[at] == offs
+    sel, k = sel[hit], by[at[hit]]
+    if not len(sel):
+        return
+    used = np.bincount(k, minlength=len(keys))
+    ids = np.zeros(len(keys), dtype=np.uint32)
+    for j, label in enumerate(named.values()):
+        if used[j]:
+            ids[j] = strings.add(label)
+    kinds[sel] = kind
+    names[sel] = ids[k]
 
 
 def _source_maps(np, srcs, node_map) -> tuple[Any, Any]:
@@ -446,17 +580,77 @@ def _source_maps(np, srcs, node_map) -> tuple[Any, Any]:
     return um, inv[srcs - a]
 
 
-def _field_names(prog: Program, cand, src, off, node_map, kinds, names,
+def _field_names(prog: Program, cand, src, off, to, node_map, kinds, names,
                  strings: StringTable, codes: MapCodes | None = None) -> None:
-    """Name the JS objects' fields V8 names (`internal` edges), by map."""
+    """Name the JS objects' fields V8 names (`internal` edges), by map; a
+    function's prototype slot by what it holds."""
     np = gmod.numpy()
     for m, sel in _by_map(np, np.flatnonzero(cand), src, node_map, codes):
         named = _js_field_names(prog, m)
         if named:
             _name_slots(sel, off, named, gmod.E_INTERNAL, kinds, names, strings)
+        at = _prototype_slot(prog, m)
+        if at:
+            _name_prototype_slot(prog, sel[off[sel] == at], to, node_map, kinds, names, strings)
 
 
-_scopes: dict[tuple[int, int], dict[int, str]] = {}
+_proto_slots: dict[tuple[int, int], int] = {}
+
+
+def _prototype_slot(prog: Program, m: int) -> int:
+    """The byte offset of the prototype slot of the functions of map m (0 for
+    a map whose objects have none: no function, or its map's bit_field says
+    so)."""
+    key = (id(prog), m)
+    got = _proto_slots.get(key)
+    if got is None:
+        from ..v8 import layouts
+        h = prog.heap
+        md = h.md
+        got = 0
+        t = _map_type(h, m)
+        at = md.fields.get(("JSFunction", "prototype_or_initial_map"))
+        bf = md.fields.get(("Map", "bit_field"))
+        if t >= 0 and prog.shapes.is_function_type(t) and isinstance(at, int) \
+                and isinstance(bf, int):
+            try:
+                bits = h.mem.u8(m - 1 + bf)
+            except (DecodeError, TargetMemoryError):
+                bits = 0
+            if bits >> layouts.prototype_slot_bit(md.v8_version) & 1:
+                got = at
+        if len(_proto_slots) > MAX_PROPERTY_MAPS:
+            _proto_slots.clear()
+        _proto_slots[key] = got
+    return got
+
+
+def _name_prototype_slot(prog: Program, hit, to, node_map, kinds, names,
+                         strings: StringTable) -> None:
+    """A function's prototype slot (edges `hit`) as V8's
+    ExtractJSObjectReferences names it: holding the initial map, `internal`
+    `initial_map` (the `prototype` property is then an extra edge, to the
+    map's prototype); holding the prototype object itself, the `property`
+    `prototype`; the hole stays a slot V8 leaves out."""
+    np = gmod.numpy()
+    if not len(hit):
+        return
+    h = prog.heap
+    map_t = h.md.types.get("MAP_TYPE")
+    js_first = h.md.types.get("JS_PROXY_TYPE", 1 << 16)
+    tm = node_map[to[hit].astype(np.int64)]
+    for x in unique(np, tm).tolist():
+        t = _map_type(h, int(x)) if x else -1
+        at = hit[tm == x]
+        if t == map_t:
+            kinds[at] = gmod.E_INTERNAL
+            names[at] = strings.add("initial_map")
+        elif t >= js_first:
+            kinds[at] = gmod.E_PROPERTY
+            names[at] = strings.add("prototype")
+
+
+_scopes: dict[tuple[int, int], tuple[dict[int, str], bool]] = {}
 _ctx_maps: dict[tuple[int, int], int] = {}
 
 # Contexts whose variables V8 names (declaration contexts; strict eval and
@@ -483,20 +677,23 @@ def _context_kind(prog: Program, m: int) -> int:
     return got
 
 
-def _scope_names(prog: Program, si: int) -> dict[int, str]:
-    """Byte offset in a Context -> variable name, from its ScopeInfo (read once
-    per ScopeInfo, by the reader closures' scopes use)."""
+def _scope_facts(prog: Program, si: int) -> tuple[dict[int, str], bool]:
+    """What a Context's slots are, from its ScopeInfo si (read once per
+    ScopeInfo, by the reader closures' scopes use): byte offset -> variable
+    name, and whether its contexts have an extension slot (their third)."""
     key = (id(prog), si)
     got = _scopes.get(key)
     if got is None:
-        from ..v8.scopes import ScopeInfo
+        from ..v8.scopes import HAS_CONTEXT_EXTENSION_SLOT, ScopeInfo
         if len(_scopes) > MAX_PROPERTY_MAPS:
             _scopes.clear()
         try:
-            got = {prog.heap.o_fa_data + 8 * loc.slot: loc.name
-                   for loc in ScopeInfo(prog.heap, prog.values.s, si).context_locals()}
+            info = ScopeInfo(prog.heap, prog.values.s, si)
+            got = ({prog.heap.o_fa_data + 8 * loc.slot: loc.name
+                    for loc in info.context_locals()},
+                   bool(info.flags & HAS_CONTEXT_EXTENSION_SLOT))
         except (DecodeError, TargetMemoryError):
-            got = {}
+            got = ({}, False)
         _scopes[key] = got
     return got
 
@@ -504,8 +701,9 @@ def _scope_names(prog: Program, si: int) -> dict[int, str]:
 def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand, node_map,
                    kinds, names, strings: StringTable, codes: MapCodes | None = None) -> None:
     """V8's names of a Context's slots: `scope_info` and `previous` (internal),
-    in a declaration context each variable its ScopeInfo names (`context`
-    edges), in a native context its slots by V8's names of them (internal;
+    its `extension` (internal) where it has one, in a declaration context
+    each variable its ScopeInfo names (`context` edges), in a native context
+    its slots by V8's names of them (internal;
     layouts.native_context_slot_names), as V8's ExtractContextReferences
     makes them."""
     np = gmod.numpy()
@@ -539,19 +737,33 @@ def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand,
             if len(hit):
                 kinds[hit] = gmod.E_INTERNAL
                 names[hit] = strings.add(label)
+        # (V8's weak slots, which its GC does not follow: `weak` edges.)
+        for i, label in layouts.native_context_weak_slots(prog.heap.md.v8_version).items():
+            hit = native[on == slot0 + 8 * i]
+            if len(hit):
+                kinds[hit] = gmod.E_WEAK
+                names[hit] = strings.add(label)
     var = sel[(kind == _VARIABLES) & (o > slot0 + 8)]
-    if not len(var):
+    ext = sel[(kind != _NATIVE) & (o == slot0 + 16)]
+    if not len(var) and not len(ext):
         return
     # Each context's ScopeInfo: the target of its edge at its first slot.
     ctx = src[var]
     first = np.flatnonzero(off[sel] == slot0)
     si_of = dict(zip(src[sel[first]].tolist(),
                      g.node_addr[g.edge_to[sel[first] + lo].astype(np.int64)].tolist()))
+    # Its extension (a `with` object, a sloppy eval's variables ...), where
+    # its ScopeInfo gives it that slot (Context::has_extension).
+    for e, c in zip(ext.tolist(), src[ext].tolist()):
+        si = si_of.get(c)
+        if si is not None and _scope_facts(prog, int(si))[1]:
+            kinds[e] = gmod.E_INTERNAL
+            names[e] = strings.add("extension")
     for e, c in zip(var.tolist(), ctx.tolist()):
         si = si_of.get(c)
         if si is None:
             continue
-        name = _scope_names(prog, int(si)).get(int(off[e]))
+        name = _scope_facts(prog, int(si))[0].get(int(off[e]))
         if name is not None:
             kinds[e] = gmod.E_CONTEXT
             names[e] = strings.add(name)
@@ -574,10 +786,10 @@ class Extra:
     object to its properties' values (`property`, through the property
     cells), sorted by source; and the root's `shortcut`s to the global objects."""
 
-    src: Any  # int64 node
+    src: Any  # uint32 node
     kinds: Any  # uint8
     names: Any  # uint32
-    to: Any  # int64 node
+    to: Any  # uint32 node
     globals: list[int]
     notes: list[str] = field(default_factory=list)  # caps hit, said to the user
 
@@ -606,14 +818,15 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         # The edge of each JS object at the elements offset, if any: found
         # among all edges by their offset (a mask of one byte per edge), then
         # kept by their source, rather than by listing every JS object's edges.
-        at = np.flatnonzero((g.edge_name == o_elements) & (g.edge_type != gmod.E_WEAK))
+        at = np.flatnonzero(g.edge_name == o_elements)
+        at = at[g.edge_type[at] != gmod.E_WEAK]
         srcs = np.searchsorted(fe, at, side="right") - 1
         mine = (srcs >= g.first_object) & is_js[srcs] & keep[srcs]
         # Node indices fit 32 bits (edge_to holds them so).
         owners, stores = srcs[mine].astype(np.uint32), g.edge_to[at[mine]]
         del at, srcs, mine
         sm = node_map[stores]
-        fm = [m for m in np.unique(sm).tolist() if _map_type(h, m) == fixed]
+        fm = [m for m in unique(np, sm).tolist() if _map_type(h, m) == fixed]
         ok = np.isin(sm, np.array(fm, dtype=np.uint64))
         del sm
         owners, stores = owners[ok], stores[ok]
@@ -629,14 +842,16 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         idx, own = idx[sel], own[sel].astype(np.int64)
         to = g.edge_to[idx].astype(np.int64)
         live = keep[to] if skip is None else keep[to] & ~skip[to]
-        src_p.append(own[live])
+        src_p.append(own[live].astype(np.uint32))
         kind_p.append(np.full(int(live.sum()), gmod.E_ELEMENT, dtype=np.uint8))
         name_p.append(((g.edge_name[idx[live]].astype(np.int64) - h.o_fa_data) // 8)
                       .astype(np.uint32))
-        to_p.append(to[live])
+        to_p.append(to[live].astype(np.uint32))
+        del own, idx, to, live, sel
     notes: list[str] = []
     _property_edges(prog, g, keep, node_map, is_js, strings, src_p, kind_p, name_p, to_p,
                     notes)
+    _function_prototypes(prog, g, keep, node_map, strings, src_p, kind_p, name_p, to_p)
     # Global objects: their properties' values, by name.
     globals_: list[int] = []
     if glob is not None:
@@ -655,18 +870,75 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
             t = g.indices(np.asarray(vals, dtype=np.uint64) if vals else np.zeros(0, np.uint64))
             for key, node in zip(keys, t.tolist()):
                 if node >= 0 and keep[node]:
-                    src_p.append(np.array([i], dtype=np.int64))
+                    src_p.append(np.array([i], dtype=np.uint32))
                     kind_p.append(np.array([gmod.E_PROPERTY], dtype=np.uint8))
                     name_p.append(np.array([strings.add(_key_text(prog, key))],
                                            dtype=np.uint32))
-                    to_p.append(np.array([node], dtype=np.int64))
+                    to_p.append(np.array([node], dtype=np.uint32))
     if not src_p:
-        e = np.zeros(0, dtype=np.int64)
+        e = np.zeros(0, dtype=np.uint32)
         return Extra(e, np.zeros(0, np.uint8), np.zeros(0, np.uint32), e, globals_, notes)
-    src = np.concatenate(src_p)
+    # Sorted by source one array at a time, each part let go once joined.
+    src = _joined(np, src_p)
     order = np.argsort(src, kind="stable")
-    return Extra(src[order], np.concatenate(kind_p)[order], np.concatenate(name_p)[order],
-                 np.concatenate(to_p)[order], globals_, notes)
+    src = src[order]
+    return Extra(src, _joined(np, kind_p)[order], _joined(np, name_p)[order],
+                 _joined(np, to_p)[order], globals_, notes)
+
+
+def _joined(np, parts: list) -> Any:
+    """The parts concatenated, the list emptied (their memory let go)."""
+    out = np.concatenate(parts)
+    parts.clear()
+    return out
+
+
+def _function_prototypes(prog: Program, g: gmod.Graph, keep, node_map, strings: StringTable,
+                         src_p: list, kind_p: list, name_p: list, to_p: list) -> None:
+    """V8's `prototype` property edge of a function whose prototype slot holds
+    its initial map: to that map's prototype (no slot of the function; the
+    slot itself is the `initial_map` edge). (A prototype set to a primitive
+    lives elsewhere, and gets no edge here.)"""
+    np = gmod.numpy()
+    h = prog.heap
+    md = h.md
+    at_off = md.fields.get(("JSFunction", "prototype_or_initial_map"))
+    map_t = md.types.get("MAP_TYPE")
+    if not isinstance(at_off, int) or map_t is None:
+        return
+    fe = g.first_edge
+    at = np.flatnonzero((g.edge_name == at_off) & (g.edge_type != gmod.E_WEAK))
+    srcs = np.searchsorted(fe, at, side="right") - 1
+    ok = (srcs >= g.first_object) & keep[srcs]
+    at, srcs = at[ok], srcs[ok]
+    if not len(at):
+        return
+    sm = node_map[srcs]
+    fm = [m for m in unique(np, sm).tolist() if _prototype_slot(prog, int(m))]
+    ok = np.isin(sm, np.array(fm, dtype=np.uint64))
+    at, srcs = at[ok], srcs[ok]
+    to = g.edge_to[at].astype(np.int64)
+    tm = node_map[to]
+    tmaps = [m for m in unique(np, tm).tolist() if m and _map_type(h, int(m)) == map_t]
+    ok = np.isin(tm, np.array(tmaps, dtype=np.uint64))
+    srcs, to = srcs[ok], to[ok]
+    if not len(to):
+        return
+    maps, inv = np.unique(to, return_inverse=True)
+    proto = np.full(len(maps), -1, dtype=np.int64)
+    for k, i in enumerate(maps.tolist()):
+        try:
+            p = g.index(prog.values.fld(int(g.node_addr[i]), "Map", "prototype"))
+        except (DecodeError, TargetMemoryError):
+            p = None
+        if p is not None and keep[p]:
+            proto[k] = p
+    dst = proto[inv]
+    live = dst >= 0
+    src_p.append(srcs[live].astype(np.uint32))
+    kind_p.append(np.full(int(live.sum()), gmod.E_PROPERTY, dtype=np.uint8))
+    name_p.append(np.full(int(live.sum()), strings.add("prototype"), dtype=np.uint32))
+    to_p.append(dst[live].astype(np.uint32))
 
 
 def _slot_targets(np, g: gmod.Graph, nodes, offs) -> tuple[Any, Any, Any]:
@@ -710,7 +982,11 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
         return
     maps = node_map[objs]
     order = np.argsort(maps, kind="stable")
-    um, starts = np.unique(maps[order], return_index=True)
+    maps = maps[order]
+    # Where each map's run starts in the sorted maps (without sorting them again).
+    starts = np.flatnonzero(np.concatenate(([True], maps[1:] != maps[:-1])))
+    um = maps[starts]
+    del maps
     bounds = np.append(starts, len(order))
     dictionary: list[Any] = []
 
@@ -719,15 +995,16 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
         ok = (to >= 0) & keep[np.maximum(to, 0)]
         if not ok.any():
             return
-        src = np.broadcast_to(np.asarray(src, dtype=np.int64), to.shape)[ok]
+        src = np.broadcast_to(np.asarray(src, dtype=np.uint32), to.shape)[ok]
         src_p.append(src)
         kind_p.append(np.full(len(src), gmod.E_PROPERTY, dtype=np.uint8))
         name_p.append(np.full(len(src), strings.add(key), dtype=np.uint32))
-        to_p.append(to[ok])
+        to_p.append(to[ok].astype(np.uint32))
 
-    def accessor(src, key: str, pair: int) -> None:
+    def accessor(src, key: str, pair: int, symbol: bool) -> None:
         # An accessor is an edge only as an AccessorPair (not V8's own
-        # AccessorInfo): to it, and to its getter and setter.
+        # AccessorInfo): to it, and to its getter and setter (named `get
+        # KEY`, `set KEY`; by the symbol alone where the key is one, as V8).
         if pair < 0 or pair_t is None or _map_type(h, int(node_map[pair])) != pair_t:
             return
         add(src, key, np.full(np.shape(src), pair, dtype=np.int64))
@@ -738,7 +1015,8 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
                 continue
             t = int(g.indices(np.array([w], dtype=np.uint64))[0])
             if t >= 0 and _map_type(h, int(node_map[t])) not in oddballs:
-                add(src, part[:3] + " " + key, np.full(np.shape(src), t, dtype=np.int64))
+                add(src, key if symbol else part[:3] + " " + key,
+                    np.full(np.shape(src), t, dtype=np.int64))
 
     proto = strings.add("__proto__")
     for k, m in enumerate(um.tolist()):
@@ -753,10 +1031,10 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
         except (DecodeError, TargetMemoryError):
             p = None
         if p is not None and keep[p]:
-            src_p.append(sel)
+            src_p.append(sel.astype(np.uint32))
             kind_p.append(np.full(len(sel), gmod.E_PROPERTY, dtype=np.uint8))
             name_p.append(np.full(len(sel), proto, dtype=np.uint32))
-            to_p.append(np.full(len(sel), p, dtype=np.int64))
+            to_p.append(np.full(len(sel), p, dtype=np.uint32))
         try:
             fields = prog.values.fast_fields(int(m))
         except (DecodeError, TargetMemoryError):
@@ -781,12 +1059,30 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
             if not acc:
                 add(sel, name, np.full(len(sel), t, dtype=np.int64))
             else:
-                accessor(sel, name, t)
+                accessor(sel, name, t, _is_symbol(prog, key))
+    # Dictionary-mode objects' data properties gathered in lists and made one
+    # part (not arrays per property), in order: an accessor's part comes after
+    # what is gathered before it.
+    b_src: list[int] = []
+    b_name: list[int] = []
+    b_to: list[int] = []
+
+    def flush() -> None:
+        if b_src:
+            src_p.append(np.array(b_src, dtype=np.uint32))
+            kind_p.append(np.full(len(b_src), gmod.E_PROPERTY, dtype=np.uint8))
+            name_p.append(np.array(b_name, dtype=np.uint32))
+            to_p.append(np.array(b_to, dtype=np.uint32))
+            b_src.clear()
+            b_name.clear()
+            b_to.clear()
+
     seen = 0
     for sel in dictionary:
         for i in sel.tolist():
             seen += 1
             if seen > MAX_DICTIONARY_OBJECTS:
+                flush()
                 notes.append(f"more than {MAX_DICTIONARY_OBJECTS} objects in dictionary mode: "
                              "the properties of the rest are numbered edges of their "
                              "dictionaries only")
@@ -799,9 +1095,14 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
             for p, node in zip(props, t.tolist()):
                 name = _key_text(prog, p.key)
                 if not p.accessor:
-                    add(i, name, [node])
+                    if node >= 0 and keep[node]:
+                        b_src.append(i)
+                        b_name.append(strings.add(name))
+                        b_to.append(node)
                 else:
-                    accessor(i, name, node)
+                    flush()
+                    accessor(i, name, node, _is_symbol(prog, p.key))
+    flush()
 
 
 # A key's edge to its value in a WeakMap (no slot of the key): V8 names it
@@ -890,9 +1191,10 @@ class BufferData:
     data: Any  # int64 index into stores
 
 
-def buffer_data(prog: Program, g: gmod.Graph, keep, node_map) -> BufferData:
+def buffer_data(prog: Program, g: gmod.Graph, keep, node_map, distinct=None) -> BufferData:
     """The backing stores of the kept ArrayBuffers, as V8's snapshot shows them
-    (an off-heap `native` node each, an `internal` edge from the buffer)."""
+    (an off-heap `native` node each, an `internal` edge from the buffer).
+    distinct: node_map's distinct values, where known (MapCodes.maps)."""
     np = gmod.numpy()
     h = prog.heap
     abt = h.md.types.get("JS_ARRAY_BUFFER_TYPE")
@@ -904,8 +1206,10 @@ def buffer_data(prog: Program, g: gmod.Graph, keep, node_map) -> BufferData:
     if abt is not None:
         # The buffers' maps among all maps (a set, not a copy of the nodes'), then
         # the kept objects that have one.
-        bm = [m for m in np.unique(node_map).tolist() if m and _map_type(h, m) == abt]
-        mask = keep & np.isin(node_map, np.array(bm, dtype=np.uint64))
+        if distinct is None:
+            distinct = unique(np, node_map)
+        bm = [m for m in distinct.tolist() if m and _map_type(h, m) == abt]
+        mask = keep & has_map(np, node_map, bm)
         mask[:g.first_object] = False
         for i in np.flatnonzero(mask).tolist():
             try:
@@ -926,10 +1230,27 @@ def buffer_data(prog: Program, g: gmod.Graph, keep, node_map) -> BufferData:
 
 
 def _key_text(prog: Program, key: int) -> str:
+    """A property key as V8's heap snapshot spells it: a string's text, a
+    class's private name its own (`#x`), any other symbol `<symbol
+    DESCRIPTION>` (`<symbol>` without one), private symbols too."""
+    v = prog.values
     try:
-        return prog.values.key_text(key, 200) or "?"
+        if v.is_symbol(key):
+            d = v.symbol_description(key, 200)
+            flags = prog.mem.u32(key - 1 + v.off("Symbol", "flags"))
+            if d is not None and flags & prog.md.consts["SymbolPrivateNameMask"]:
+                return d
+            return f"<symbol {d}>" if d is not None else "<symbol>"
+        return v.key_text(key, 200) or "?"
     except (DecodeError, TargetMemoryError):
         return "?"
+
+
+def _is_symbol(prog: Program, key: int) -> bool:
+    try:
+        return prog.values.is_symbol(key)
+    except (DecodeError, TargetMemoryError):
+        return False
 
 
 def _map_type(h, m: int) -> int:

@@ -51,12 +51,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
-from . import census, roots
+from . import budget, census, roots
 from .dominators import expand
+from .release import free_pages
 from ..v8.dispatch import applies as dispatch_applies
 from ..v8.pages import layout, read_only_pages
-from .walk import (K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2, REUSE_BYTES, NumpyPages, Walker,
-                   _code_owners)
+from .walk import (K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2, NumpyPages, Walker, _code_owners,
+                   page_objects)
+from .arrays import unique
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -83,6 +85,15 @@ def numpy():
         raise V8DbgError("the heap graph needs NumPy (pip install numpy, or "
                          f"python3-numpy for the debugger's Python): {e}") from None
     return np
+
+
+def can_build() -> bool:
+    """Whether the graph can be built in this Python (NumPy importable)."""
+    try:
+        numpy()
+    except V8DbgError:
+        return False
+    return True
 
 
 @dataclass
@@ -149,40 +160,27 @@ class Graph:
         return np.where(ok, i, -1)
 
 
-def _page_objects(np, prog: Program, p, nw) -> tuple[Any, Any, Any]:
-    """(word index, size in words, map) of each object of one page, as the census walks it
-    (in bulk where the census does: `NumpyPages`)."""
-    if nw is not None and p.marks is None and p.end - p.start <= REUSE_BYTES:
-        data = nw.read(p)
-        if data is not None:
-            steps: list = []
-            chain: list = []
-            nw.walk(p, data, False, steps, chain)
-            parts = [np.array([((a - 1 - p.start) >> 3, sz, m) for a, m, sz in steps],
-                              dtype=np.uint64).reshape(-1, 3)]
-            for c, sz, m in chain:
-                parts.append(np.stack([c.astype(np.uint64), sz.astype(np.uint64),
-                                       m.astype(np.uint64)], axis=1))
-            a = np.concatenate(parts)
-            a = a[np.argsort(a[:, 0], kind="stable")]
-            return a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2]
-    objs = census.object_starts(prog, p)
-    if not objs:
-        e = np.zeros(0, dtype=np.int64)
-        return e, e, np.zeros(0, dtype=np.uint64)
-    a = np.array(objs, dtype=np.uint64)
-    starts = ((a[:, 0] - np.uint64(1 + p.start)) >> np.uint64(3)).astype(np.int64)
-    return starts, a[:, 2].astype(np.int64), a[:, 1]
+class _Kinds:
+    """Per map word, learnt once for the whole heap: whether its objects'
+    bodies are data, not tagged slots, and their weak kind (`_weak_kinds`)."""
 
+    def __init__(self, np, prog: Program, w) -> None:
+        self.np, self.prog, self.w = np, prog, w
+        self.known: dict[int, tuple[bool, int]] = {}
 
-def _kinds(np, prog: Program, w, maps):
-    """Per object (by its map, the page's distinct maps sorted once): whether
-    its body is data, not tagged slots; and its weak kind (`_weak_kinds`)."""
-    if not len(maps):
-        return np.zeros(0, dtype=bool), np.zeros(0, dtype=np.uint8)
-    um, inv = np.unique(maps, return_inverse=True)
-    data = np.array([w.info(int(m))[0] in _DATA_KINDS for m in um.tolist()], dtype=bool)
-    return data[inv], _weak_kinds(np, prog, um)[inv]
+    def of(self, distinct, inverse) -> tuple[Any, Any]:
+        """(data?, weak kind) per object of a page, from its distinct maps."""
+        np = self.np
+        ms = distinct.tolist()
+        new = [m for m in ms if m not in self.known]
+        if new:
+            wk = _weak_kinds(np, self.prog, np.array(new, dtype=np.uint64)).tolist()
+            for m, k in zip(new, wk):
+                self.known[m] = (self.w.info(m)[0] in _DATA_KINDS, k)
+        got = [self.known[m] for m in ms]
+        data = np.array([d for d, _ in got], dtype=bool)
+        weak = np.array([k for _, k in got], dtype=np.uint8)
+        return data[inverse], weak[inverse]
 
 
 # (_CODE_OBJECT: a Code object where V8 reaches it through its dispatch
@@ -262,26 +260,54 @@ def _weak_in_code(np, h, kind, off, val):
     return out
 
 
-def _page_slots(np, w, p, starts, sizes, data_kind, lo: int, hi: int):
-    """(object, byte offset, value, weak?) of each slot of one page's objects that
-    holds a tagged pointer into [lo, hi]."""
-    data = w.read_page(p)
+def _page_slots(np, data, starts, sizes, data_kind, lo: int, hi: int):
+    """(object, byte offset, value, weak?) of each slot of one page's objects
+    (data: the page's bytes) that holds a tagged pointer into [lo, hi], but
+    for the objects' map words: every object has one, resolved per distinct
+    map (`build`)."""
     empty = np.zeros(0, dtype=np.int64)
     if data is None or not len(starts):
         return empty, empty, np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool)
     W = np.frombuffer(data, dtype="<u8")
-    tag = W & np.uint64(3)
-    val = W & ~np.uint64(2)
-    pos = np.flatnonzero(((tag == 1) | (tag == 3)) & (val >= np.uint64(lo)) &
-                         (val <= np.uint64(hi)))
+    # Tagged pointers (tag 01 strong, 11 weak) have their lowest bit set:
+    # told from the words' low bytes alone, the rest of each word looked at
+    # only for them.
+    low = W.view(np.uint8)[::8] & 1
+    low[starts] = 0
+    pos = np.flatnonzero(low.view(bool))
+    word = W[pos]
+    val = word & ~np.uint64(2)
+    inside = (val >= np.uint64(lo)) & (val <= np.uint64(hi))
+    pos, word, val = pos[inside], word[inside], val[inside]
     owner = np.searchsorted(starts, pos, side="right") - 1
     ok = owner >= 0
     owner = np.where(ok, owner, 0)
-    ok &= pos < starts[owner] + sizes[owner]
+    at = starts[owner]
+    ok &= pos < at + sizes[owner]
     # Objects whose body is data: only their map word is a slot.
-    ok &= ~(data_kind[owner] & (pos != starts[owner]))
-    pos, owner = pos[ok], owner[ok]
-    return owner, (pos - starts[owner]) * 8, val[pos], tag[pos] == 3
+    ok &= ~data_kind[owner]
+    owner = owner[ok]
+    return owner, (pos[ok] - at[ok]) * 8, val[ok], (word[ok] & np.uint64(2)) != 0
+
+
+def _ephemeron_words(np, md, data, p, starts, sizes, tables):
+    """(table, key, value) of each entry of one page's ephemeron tables whose
+    key and value are both tagged pointers (tagged addresses, strong form;
+    tables' own): read while the page's bytes are at hand, told objects or
+    not once every node is known."""
+    W = np.frombuffer(data, dtype="<u8")
+    first = md.const("EphemeronEntriesOffset") >> 3
+    out = []
+    for j in tables.tolist():
+        s, n = int(starts[j]), int(sizes[j])
+        e = W[s + first:s + n]
+        e = e[:len(e) // 2 * 2].reshape(-1, 2)
+        t = e & np.uint64(3)
+        keep = ((t[:, 0] == 1) | (t[:, 0] == 3)) & ((t[:, 1] == 1) | (t[:, 1] == 3))
+        e = e[keep] & ~np.uint64(2)
+        out.append(np.concatenate([np.full((len(e), 1), s * 8 + p.start + 1, dtype=np.uint64), e],
+                                  axis=1))
+    return np.concatenate(out) if out else np.zeros((0, 3), dtype=np.uint64)
 
 
 def global_objects(prog: Program, g: "Graph") -> Any:
@@ -300,20 +326,70 @@ def global_objects(prog: Program, g: "Graph") -> Any:
 def build(prog: Program, heap: int, progress=None) -> Graph:
     """The graph of one heap; cached on the program until it runs again.
 
-    Two passes over the pages: their objects first (the nodes, in address
-    order), then their slots, each page's resolved to node indices at once,
-    so that no more than a few bytes per edge are ever held."""
+    Its objects come from the census's own walk of the pages when the
+    census is not taken yet (one walk for both), else from a walk of their
+    own; a second pass over the pages' bytes then finds their slots, each
+    page's resolved to node indices at once and written straight into the
+    edge arrays, so that no more than a few bytes per edge are ever held."""
     st = prog.heap_state
     got = st.graphs.get(heap)
     if got is not None:
         return got
+    if heap in st.refused:
+        raise GraphTooBig(st.refused[heap])
     np = numpy()
     t0 = time.monotonic()
+    md = prog.heap.md
+    # page start -> (word index, size in words, data?, weak kind, the page's
+    # distinct maps, each object's map among them)
+    per_page: dict[int, tuple] = {}
+    eph_words: dict[int, Any] = {}  # page start -> `_ephemeron_words`
+    # Code objects (tagged addresses), where V8 13.6+ reaches them through its
+    # dispatch table rather than a function's slot.
+    find_codes = dispatch_applies(prog)
+    codes: list[int] = []
+    state: dict[str, Any] = {"count": 0, "kinds": None}
+
+    def objects(p, po) -> None:
+        """One page's objects, as a walk found them: kept in 32 bits (a page
+        is far smaller than 16 GB) until the slots are read."""
+        walker = st.walker if w is None else w
+        kinds = state["kinds"]
+        if kinds is None:
+            kinds = state["kinds"] = _Kinds(np, prog, walker)
+        dk, wk = kinds.of(po.distinct, po.inverse)
+        starts = po.starts
+        per_page[p.start] = (starts.astype(np.int32), po.sizes.astype(np.int32), dk, wk,
+                             po.distinct, po.inverse.astype(np.int32))
+        if find_codes and len(starts):
+            sel = wk == _CODE_OBJECT
+            if sel.any():
+                codes.extend((starts[sel].astype(np.uint64) * np.uint64(8)
+                              + np.uint64(p.start + 1)).tolist())
+        tables = np.flatnonzero(wk == _EPHEMERONS)
+        if len(tables):
+            data = po.data if po.data is not None else walker.read_page(p)
+            if data is not None:
+                eph_words[p.start] = _ephemeron_words(np, md, data, p, starts, po.sizes, tables)
+        state["count"] += len(starts)
+        if state["count"] > MAX_NODES:
+            raise V8DbgError(f"the heap holds more than {MAX_NODES} objects: too many "
+                             "for its graph in this process's memory")
+
+    no_bulk = bool(os.environ.get("V8DBG_GRAPH_NO_BULK"))
+    w = None
+    done = 0
+    if heap not in st.census and not no_bulk:
+        # One walk for the census and the nodes: the census's own.
+        c = census.of(prog, heap, _Halved(progress), objects)
+        done = sum(p.end - p.start for p in c.pages)
     c = census.of(prog, heap)
     w = st.walker
     if not isinstance(w, Walker):
         w = st.walker = Walker(prog, prog.heap)
-    bulk = census._numpy() if not os.environ.get("V8DBG_GRAPH_NO_BULK") else None
+    if state["kinds"] is not None:
+        state["kinds"].w = w
+    bulk = census._numpy() if not no_bulk else None
     nw = NumpyPages(w, bulk) if bulk is not None else None
     read_only = read_only_pages(prog, layout(prog))
     pages = sorted(list(c.pages) + read_only, key=lambda p: p.start)
@@ -321,42 +397,29 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     lo = min(p.start for p in pages)
     hi = max(p.end for p in pages)
     total = 2 * sum(p.end - p.start for p in pages)
-    done = 0
-    per_page = []  # (word index, size in words, data kind) of each page's objects
-    # Code objects (tagged addresses), where V8 13.6+ reaches them through its
-    # dispatch table rather than a function's slot.
-    find_codes = dispatch_applies(prog)
-    codes: list[int] = []
-    count = 0
     for p in pages:
+        if p.start in per_page:
+            continue
         check_interrupted()
-        starts, sizes, maps = _page_objects(np, prog, p, nw if p.owner not in code else None)
-        # Word indices and sizes in words fit 32 bits (a page is far smaller
-        # than 16 GB): half the memory held between the passes.
-        per_page.append((starts.astype(np.int32), sizes.astype(np.int32),
-                         *_kinds(np, prog, w, maps)))
-        if find_codes and len(maps):
-            sel = per_page[-1][3] == _CODE_OBJECT
-            if sel.any():
-                codes.extend((starts[sel].astype(np.uint64) * np.uint64(8)
-                              + np.uint64(p.start + 1)).tolist())
-        count += len(starts)
-        if count > MAX_NODES:
-            raise V8DbgError(f"the heap holds more than {MAX_NODES} objects: too many "
-                             "for its graph in this process's memory")
+        objects(p, page_objects(np, w, nw, p, code))
         done += p.end - p.start
         if progress is not None:
             progress.update(done, total)
+    done = total // 2
+    count = state["count"]
     groups = roots.root_groups(np, prog, heap, lo, hi)
     names = [g.name for g in groups]
     first = 1 + len(names)
     node_addr = np.zeros(first + count, dtype=np.uint64)
     node_size = np.zeros(first + count, dtype=np.uint32)
     k = first
-    for p, (starts, sizes, _dk, _wk) in zip(pages, per_page):
+    bound = 0  # slots the pages can hold at most: an edge each
+    for p in pages:
+        starts, sizes, dk = per_page[p.start][:3]
         node_addr[k:k + len(starts)] = starts.astype(np.uint64) * np.uint64(8) + \
             np.uint64(p.start + 1)
         node_size[k:k + len(starts)] = sizes.astype(np.uint32) * np.uint32(8)
+        bound += int(sizes[~dk].sum(dtype=np.int64)) + int(dk.sum())
         k += len(starts)
     n = len(node_addr)
     # Each node's degree, made the CSR offsets in place once all are known.
@@ -367,101 +430,132 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         i = np.minimum(np.searchsorted(node_addr, vals), n - 1)
         return i, (node_addr[i] == vals) & (i >= first)
 
-    to_p, type_p, name_p = [], [], []
-    # The root and its groups.
-    degree[0] = len(names)
-    to_p.append(np.arange(1, first, dtype=np.uint32))
-    type_p.append(np.full(len(names), E_ELEMENT, dtype=np.uint8))
-    name_p.append(np.arange(len(names), dtype=np.uint32))
     notes: list[str] = []
     late = [i for i, gr in enumerate(groups) if gr.late]
     cleared = [i for i, gr in enumerate(groups) if gr.cleared]
+    # The root's and its groups' edges, resolved before the others: then the
+    # edge arrays, made once, as long as every slot at most.
+    root_to = [np.arange(1, first, dtype=np.uint32)]
+    root_type = [np.full(len(names), E_ELEMENT, dtype=np.uint8)]
+    degree[0] = len(names)
     for gi, g in enumerate(groups):
         groups[gi] = None  # type: ignore[call-overload]  # its values let go once resolved
         notes.extend(g.notes)
         to, ok = resolve(g.values)
-        to = np.unique(to[ok])
+        to = to[ok]  # one edge a slot, in the group's order, as V8's sub-roots
         weak = np.zeros(0, dtype=np.int64)
         if g.weak is not None and len(g.weak):
             weak, wok = resolve(g.weak)
-            weak = np.setdiff1d(np.unique(weak[wok]), to)
+            weak = weak[wok]
+            weak = weak[~np.isin(weak, to)]  # (in the list's order, as V8's)
         degree[1 + gi] = len(to) + len(weak)
-        to_p.append(np.concatenate([to, weak]).astype(np.uint32))
-        type_p.append(np.concatenate([np.full(len(to), E_ELEMENT, dtype=np.uint8),
-                                      np.full(len(weak), E_WEAK, dtype=np.uint8)]))
-        name_p.append(np.arange(len(to) + len(weak), dtype=np.uint32))
+        root_to.append(np.concatenate([to, weak]).astype(np.uint32))
+        root_type.append(np.concatenate([np.full(len(to), E_ELEMENT, dtype=np.uint8),
+                                         np.full(len(weak), E_WEAK, dtype=np.uint8)]))
+    pairs = _ephemeron_pairs(np, [eph_words[a] for a in sorted(eph_words)], resolve, read_only)
+    eph_words.clear()
+    code_edges = _function_code(np, prog, c, node_addr, first, codes, notes)
+    del codes[:]
+    # Edges no slot holds: each ephemeron's key to its value, each function
+    # to its code; last of their node's edges, in that order.
+    xsrc = np.concatenate([pairs[:, 1], code_edges[:, 0]])
+    order = np.argsort(xsrc, kind="stable")
+    xsrc = xsrc[order]
+    xto = np.concatenate([pairs[:, 2], code_edges[:, 1]])[order].astype(np.uint32)
+    xname = np.concatenate([np.full(len(pairs), EPHEMERON, dtype=np.int64),
+                            code_edges[:, 2]])[order].astype(np.uint32)
+    bound += sum(len(x) for x in root_to) + len(xsrc)
+    # Will the edges and the passes over them fit? Said now, not by the kernel.
+    too_big = budget.check_graph(count, bound)
+    if too_big is not None:
+        st.refused[heap] = too_big
+        raise GraphTooBig(too_big)
+    edge_to = np.empty(bound, dtype=np.uint32)
+    edge_type = np.empty(bound, dtype=np.uint8)
+    edge_name = np.empty(bound, dtype=np.uint32)
+    at = 0
+    for x, y in zip(root_to, root_type):
+        edge_to[at:at + len(x)] = x
+        edge_type[at:at + len(x)] = y
+        edge_name[at:at + len(x)] = np.arange(len(x), dtype=np.uint32)
+        at += len(x)
+    del root_to, root_type
     k = first
-    eph: list = []  # (table, key, value) node triples, per page
-    for pi, p in enumerate(pages):
+    for p in pages:
         check_interrupted()
-        starts, sizes, dk, wk = per_page[pi]
-        per_page[pi] = None  # type: ignore[call-overload]
-        owner, off, val, weak = _page_slots(np, w, p, starts, sizes, dk, lo, hi)
+        starts, sizes, dk, wk, maps, which = per_page.pop(p.start)
+        data = nw.read(p) if nw is not None else w.read_page(p)
+        owner, off, val, weak = _page_slots(np, data, starts, sizes, dk, lo, hi)
         if len(owner):
-            weak = weak | _weak_slots(np, prog.heap.md, wk[owner], off) \
+            weak = weak | _weak_slots(np, md, wk[owner], off) \
                 | _weak_in_code(np, prog.heap, wk[owner], off, val)
         to, ok = resolve(val)
-        if len(owner) and (wk == _EPHEMERONS).any():
-            eph.append(_ephemerons(np, prog.heap.md, wk[owner], owner, off, to, ok, k))
-        degree[k:k + len(starts)] = np.bincount(owner[ok], minlength=len(starts))
-        to_p.append(to[ok].astype(np.uint32))
-        type_p.append(np.where(weak[ok], E_WEAK, E_INTERNAL).astype(np.uint8))
-        name_p.append(off[ok].astype(np.uint32))
+        owner, to, off = owner[ok], to[ok].astype(np.uint32), off[ok].astype(np.uint32)
+        kind = np.where(weak[ok], E_WEAK, E_INTERNAL).astype(np.uint8)
+        # Each object's map word, its first slot, resolved per distinct map.
+        mto, mok = resolve(maps)
+        mto, mok = mto[which], mok[which]
+        objs = np.flatnonzero(mok)
+        into = np.searchsorted(owner, objs)
+        owner = np.insert(owner, into, objs)
+        to = np.insert(to, into, mto[objs].astype(np.uint32))
+        kind = np.insert(kind, into, np.uint8(E_INTERNAL))
+        off = np.insert(off, into, np.uint32(0))
+        a, b = np.searchsorted(xsrc, [k, k + len(starts)])
+        if b > a:
+            src = xsrc[a:b] - k
+            into = np.searchsorted(owner, src, side="right")
+            owner = np.insert(owner, into, src)
+            to = np.insert(to, into, xto[a:b])
+            kind = np.insert(kind, into, np.uint8(E_INTERNAL))
+            off = np.insert(off, into, xname[a:b])
+        degree[k:k + len(starts)] = np.bincount(owner, minlength=len(starts))
+        edge_to[at:at + len(to)] = to
+        edge_type[at:at + len(to)] = kind
+        edge_name[at:at + len(to)] = off
+        at += len(to)
         k += len(starts)
         done += p.end - p.start
         if progress is not None:
             progress.update(done, total)
+    # The arrays cut to the edges found, in place (what was never written
+    # never took memory).
+    for arr in (edge_to, edge_type, edge_name):
+        arr.resize(at, refcheck=False)
     np.cumsum(degree, out=degree)
     del degree
-    edge_to = _cat(np, to_p, np.uint32)
-    edge_type = _cat(np, type_p, np.uint8)
-    edge_name = _cat(np, name_p, np.uint32)
-    pairs = np.concatenate(eph) if eph else np.zeros((0, 3), dtype=np.int64)
-    if len(pairs) and read_only:
-        # An empty or deleted entry's key is an oddball (undefined, the
-        # hole), which no key can be: read-only, and no pair.
-        ro = np.zeros(len(pairs), dtype=bool)
-        addr = node_addr[pairs[:, 1]]
-        for p in read_only:
-            ro |= (addr >= np.uint64(p.start)) & (addr < np.uint64(p.end))
-        pairs = pairs[~ro]
-    pairs = pairs[np.argsort(pairs[:, 1], kind="stable")]
-    if len(pairs):
-        first_edge, edge_to, edge_type, edge_name = _ephemeron_edges(
-            np, pairs, first_edge, edge_to, edge_type, edge_name)
-    code = _function_code(np, prog, c, node_addr, first, codes, notes)
-    if len(code):
-        first_edge, edge_to, edge_type, edge_name = _insert_edges(
-            np, code[:, 0], code[:, 1], code[:, 2], first_edge, edge_to, edge_type, edge_name)
     g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
               first, time.monotonic() - t0, notes, late, cleared, pairs, read_only)
     st.graphs[heap] = g
+    del per_page, pages
+    free_pages()  # (the pages' slots, read and resolved: given back, not kept for reuse)
     return g
 
 
-def _ephemerons(np, md, kind, owner, off, to, ok, base: int):
-    """(table, key, value) nodes of the entries of one page's ephemeron tables
-    whose key and value are both objects of the heap."""
-    first = md.const("EphemeronEntriesOffset")
-    e = (kind == _EPHEMERONS) & (off >= first) & ok
-    entry = np.where(e, (off - first) // 16, -1)
-    is_key = e & ((off - first) % 16 == 0)
-    is_val = e & ((off - first) % 16 == 8)
-    keys = {(int(o), int(n)): int(t) for o, n, t in
-            zip(owner[is_key].tolist(), entry[is_key].tolist(), to[is_key].tolist())}
-    out = [(base + o, keys[(o, n)], int(t)) for o, n, t in
-           zip(owner[is_val].tolist(), entry[is_val].tolist(), to[is_val].tolist())
-           if (o, n) in keys]
-    return np.array(out, dtype=np.int64).reshape(-1, 3)
+class _Halved:
+    """The census's progress as the first half of the graph's."""
+
+    def __init__(self, progress) -> None:
+        self.progress = progress
+
+    def update(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress.update(done, 2 * total)
 
 
-def _ephemeron_edges(np, pairs, first_edge, edge_to, edge_type, edge_name):
-    """The graph with an edge from each ephemeron's key to its value, last of
-    the key's edges: what keeps a WeakMap's value alive (while its key is),
-    as the GC and V8's snapshot have it."""
-    keys = pairs[:, 1]
-    return _insert_edges(np, keys, pairs[:, 2], np.full(len(keys), EPHEMERON, np.uint32),
-                         first_edge, edge_to, edge_type, edge_name)
+def _ephemeron_pairs(np, words: list, resolve, read_only):
+    """(table, key, value) nodes of each ephemeron whose key and value are
+    objects of the heap (no read-only key: an empty or deleted entry's key
+    is an oddball, which no key can be), sorted by key."""
+    w = np.concatenate(words) if words else np.zeros((0, 3), dtype=np.uint64)
+    t, tok = resolve(w[:, 0])
+    key, kok = resolve(w[:, 1])
+    val, vok = resolve(w[:, 2])
+    ok = tok & kok & vok
+    for p in read_only:
+        ok &= ~((w[:, 1] >= np.uint64(p.start)) & (w[:, 1] < np.uint64(p.end)))
+    pairs = np.stack([t[ok], key[ok], val[ok]], axis=1).astype(np.int64).reshape(-1, 3)
+    return pairs[np.argsort(pairs[:, 1], kind="stable")]
 
 
 def _function_code(np, prog: Program, c, node_addr, first: int, codes: list,
@@ -504,30 +598,18 @@ def _function_code(np, prog: Program, c, node_addr, first: int, codes: list,
     return np.stack([i[ok], j[ok], np.full(int(ok.sum()), at)], axis=1).astype(np.int64)
 
 
-def _insert_edges(np, src, to, names, first_edge, edge_to, edge_type, edge_name):
-    """The graph with one more `internal` edge from each src (ascending) to
-    its to, named names, last of src's edges. One array at a time is copied."""
-    at = first_edge[src + 1]
-    edge_to = np.insert(edge_to, at, to.astype(np.uint32))
-    edge_type = np.insert(edge_type, at, np.uint8(E_INTERNAL))
-    edge_name = np.insert(edge_name, at, names.astype(np.uint32))
-    extra = np.bincount(src, minlength=len(first_edge) - 1)
-    first_edge = first_edge.copy()
-    first_edge[1:] += np.cumsum(extra)
-    return first_edge, edge_to, edge_type, edge_name
-
-
-def _cat(np, parts: list, dtype):
-    """The parts in one array, each part let go once copied (peak: the result
-    and one part more, not twice the whole)."""
-    out = np.empty(sum(len(x) for x in parts), dtype=dtype)
-    k = 0
-    for i in range(len(parts)):
-        x = parts[i]
-        out[k:k + len(x)] = x
-        k += len(x)
-        parts[i] = None
-    return out
+def let_go_edges(prog: Program, g: Graph) -> None:
+    """Free a graph's edge arrays (most of its memory) once a command has read
+    all it needs of them: the graph leaves the cache, and a later command
+    that needs it builds it again. Its nodes stay usable."""
+    st = prog.heap_state
+    if st.graphs.get(g.heap) is g:
+        del st.graphs[g.heap]
+    g.edge_to = g.edge_type = g.edge_name = None
+    g.ephemerons = None
+    g._parent = None
+    if hasattr(g, "_dominators"):
+        del g._dominators
 
 
 # Edges a step of the search takes at once: its temporaries, some 30 bytes
@@ -535,17 +617,25 @@ def _cat(np, parts: list, dtype):
 REACH_EDGES = 1 << 19
 
 
-def reach(g: Graph) -> tuple[Any, Any]:
+def reached(g: Graph) -> Any:
+    """Bool per node: some root reaches it (`reach` without the parent edges,
+    which only paths need: a word per node less)."""
+    return reach(g, parents=False)[0]
+
+
+def reach(g: Graph, parents: bool = True) -> tuple[Any, Any]:
     """(reached, parent edge) per node: breadth first from the root, weak edges
     not followed; the parent edge of a node is the first edge that reached it
-    on a shortest path (-1 for the root and what nothing reaches)."""
-    if g._reach is not None:
+    on a shortest path (-1 for the root and what nothing reaches). Without
+    `parents`, the second is None."""
+    if g._reach is not None and (g._parent is not None or not parents):
         return g._reach, g._parent
     np = numpy()
     n = g.nodes
     seen = np.zeros(n, dtype=bool)
     # Edge indices in 32 bits where they fit (-1 for none): half the memory.
-    parent = np.full(n, -1, dtype=np.int32 if g.edges < 2**31 else np.int64)
+    parent = np.full(n, -1, dtype=np.int32 if g.edges < 2**31 else np.int64) \
+        if parents else None
     seen[0] = True
     # Root groups found conservatively are followed last: they start the
     # search again from what the others did not reach.
@@ -565,7 +655,8 @@ def reach(g: Graph) -> tuple[Any, Any]:
             new = np.flatnonzero(seen[pairs[:, 0]] & seen[pairs[:, 1]] & ~seen[pairs[:, 2]])
             if len(new):
                 v, first = np.unique(pairs[new, 2], return_index=True)
-                parent[v] = eph_pos[new[first]]
+                if parent is not None:
+                    parent[v] = eph_pos[new[first]]
                 seen[v] = True
                 frontier = v.astype(np.int64)
                 continue
@@ -573,7 +664,8 @@ def reach(g: Graph) -> tuple[Any, Any]:
             if not late:
                 break
             frontier = np.array([late.pop(0)], dtype=np.int64)
-            parent[frontier] = fe[0] + frontier - 1  # the root's edge to that group
+            if parent is not None:
+                parent[frontier] = fe[0] + frontier - 1  # the root's edge to that group
             continue
         # The frontier's edges in order, a bounded piece at a time: a node is
         # found by the first of them that reaches it.
@@ -584,15 +676,19 @@ def reach(g: Graph) -> tuple[Any, Any]:
                 idx = idx[g.edge_name[idx] != EPHEMERON]
             t = to[idx]
             new = ~seen[t]
-            idx, t = idx[new], t[new]
-            u, first = np.unique(t, return_index=True)
-            parent[u] = idx[first]
+            if parent is None:
+                u = unique(np, t[new])
+            else:
+                idx, t = idx[new], t[new]
+                u, first = np.unique(t, return_index=True)
+                parent[u] = idx[first]
             seen[u] = True
             found.append(u)  # node indices as edges hold them: 32 bits
         frontier = np.concatenate(found) if found else frontier[:0]
         if len(found) > 1:
             frontier.sort()
     g._reach, g._parent = seen, parent
+    free_pages()  # (the search's temporaries)
     return seen, parent
 
 
@@ -605,10 +701,16 @@ def source(g: Graph, edge: int) -> int:
 @dataclass
 class Reachable:
     """The census's objects that some root reaches, per map; None when the graph
-    could not be built here (no NumPy): then every object counts."""
+    could not be built here (no NumPy, or too big for the memory left, as
+    `why` says): then every object counts."""
 
     addresses: dict[int, Any] | None
     unreachable: int | None  # census-counted objects no root reaches
+    why: str = "the heap graph needs NumPy"  # (where addresses is None)
+
+
+class GraphTooBig(V8DbgError):
+    """The heap's graph would not fit in the memory this process may take."""
 
 
 def reachable(prog: Program, heap: int, progress=None) -> Reachable:
@@ -624,8 +726,13 @@ def reachable(prog: Program, heap: int, progress=None) -> Reachable:
         st.reachable[heap] = r
         return r
     from array import array
-    g = build(prog, heap, progress)
-    seen, _ = reach(g)
+    try:
+        g = build(prog, heap, progress)
+    except GraphTooBig as e:
+        r = Reachable(None, None, str(e))
+        st.reachable[heap] = r
+        return r
+    seen = reached(g)
     c = census.of(prog, heap)
     out: dict[int, Any] = {}
     lost = 0

@@ -16,7 +16,7 @@ hung from the root, as DevTools does.
 
 The dominator tree is computed by the iterative algorithm of Cooper, Harvey
 and Kennedy, every pass over all nodes at once in NumPy (see
-`dominator_tree`): the same unique tree as DevTools' Lengauer-Tarjan, in
+`_wide_tree`): the same unique tree as DevTools' Lengauer-Tarjan, in
 arrays of a few bytes per node and edge, with no Python loop per node or
 edge; the loops left are per breadth-first level and per pass. A graph of
 very many levels (long linked lists) is left to semi-NCA Lengauer-Tarjan
@@ -29,6 +29,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any
 
+from .arrays import unique
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted
 
@@ -62,7 +63,7 @@ def _np():
 
 # Edges a breadth-first step takes at once: its temporaries (a few 8-byte
 # arrays of this length) stay some tens of MB however wide a level is.
-STEP_EDGES = 1 << 21
+STEP_EDGES = 1 << 20
 
 
 def expand(np, first_edge, nodes, limit: int = 0):
@@ -92,49 +93,83 @@ def reach(np, first_edge, edge_to, starts, usable):
     """Bool per node: reached from `starts` over the edges `usable` marks."""
     n = len(first_edge) - 1
     seen = np.zeros(n, bool)
-    front = np.unique(np.asarray(starts, np.int64))
+    front = unique(np, np.asarray(starts, np.int64))
     seen[front] = True
-    stamp = np.empty(n, np.int64)  # for keeping a node found twice in one step once
+    stamp = np.empty(n, np.int32)  # for keeping a node found twice in one step once
     while len(front):
         check_interrupted()
         found = []
-        for e in expand(np, first_edge, front):
+        for e in expand(np, first_edge, front, PIECE_EDGES):
             e = e[usable[e]]
             to = edge_to[e]
-            to = to[~seen[to]].astype(np.int64)
+            del e
+            to = to[~seen[to]]
             # Keep each node once (no sort): the last write of a scatter wins.
-            r = np.arange(len(to), dtype=np.int64)
+            r = np.arange(len(to), dtype=np.int32)
             stamp[to] = r
             to = to[stamp[to] == r]
             seen[to] = True
-            found.append(to)
+            found.append(to)  # node indices as edges hold them: 32 bits
         front = np.concatenate(found) if found else front[:0]
     return seen
 
 
+# Edges looked at in one piece where a pass over all of them is cut in
+# pieces (whose temporaries, some 30 bytes an edge, stay near 15 MB).
+PIECE_EDGES = 1 << 19
+
+
+def node_pieces(first_edge, limit: int = 0):
+    """(a, b): ranges of nodes whose edges number about `limit` (PIECE_EDGES
+    unless given; a node with more alone), together covering every node in
+    order."""
+    limit = limit or PIECE_EDGES
+    n = len(first_edge) - 1
+    a = 0
+    while a < n:
+        b = int(_np().searchsorted(first_edge, int(first_edge[a]) + limit, side="right")) - 1
+        b = min(max(b, a + 1), n)
+        yield a, b
+        a = b
+
+
 def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining=None,
-                    globals_=None):
+                    globals_=None, live=None):
     """Bool per edge: does it retain its target (DevTools' rule, above)?
 
     `not_retaining` marks more edges that do not: a WeakMap's edge from its
     table to a value (the key's edge to it is the one that counts).
     `globals_` are the global objects of a graph whose root has no shortcut
     edges to them (the heap graph's; a snapshot file's root has them).
+    `live` (bool per node): an edge from or into a node it does not mark
+    retains nothing (garbage). The edges are judged a piece of nodes at a
+    time: no array per edge but the answer and the edges' weakness.
     """
     np = _np()
-    n = len(first_edge) - 1
-    src = np.repeat(np.arange(n, dtype=np.uint32), np.diff(first_edge.astype(np.int64)))
-    weak = edge_type == EDGE_WEAK
-    ok = ~weak & (edge_to != src)
-    if not_retaining is not None:
-        ok &= ~not_retaining
-    ok &= (edge_type != EDGE_SHORTCUT) | (src == root)
+    usable = edge_type != EDGE_WEAK
     r0, r1 = int(first_edge[root]), int(first_edge[root + 1])
     if globals_ is None:
         globals_ = edge_to[r0:r1][edge_type[r0:r1] == EDGE_SHORTCUT]
-    if len(globals_):
-        page = reach(np, first_edge, edge_to, globals_, ~weak)
-        ok &= ~(page[edge_to] & ~page[src]) | (src == root)
+    page = reach(np, first_edge, edge_to, globals_, usable) if len(globals_) else None
+    ok = usable
+    del usable
+    for a, b in node_pieces(first_edge):
+        e0, e1 = int(first_edge[a]), int(first_edge[b])
+        if e0 == e1:
+            continue
+        src = np.repeat(np.arange(a, b, dtype=np.uint32),
+                        np.diff(first_edge[a:b + 1]).astype(np.int64, copy=False))
+        to = edge_to[e0:e1]
+        o = ok[e0:e1]
+        o &= to != src
+        if not_retaining is not None:
+            o &= ~not_retaining[e0:e1]
+        if live is not None:
+            o &= live[src] & live[to]
+        from_root = src == root
+        o &= (edge_type[e0:e1] != EDGE_SHORTCUT) | from_root
+        if page is not None:
+            o &= ~(page[to] & ~page[src]) | from_root
     return ok
 
 
@@ -151,7 +186,7 @@ def _levels(np, first, to, n: int, starts, level, lv0: int):
     """Breadth first from `starts` over the CSR (first, to), marking level[] (-1:
     not reached); the nodes found, level by level. Each level is one step in
     NumPy: its edges at once, a node kept once (the first edge to it wins)."""
-    front = np.asarray(starts, np.int64)
+    front = np.asarray(starts).astype(to.dtype)  # node numbers as `to` holds them
     level[front] = lv0
     out = [front]
     lv = lv0
@@ -169,7 +204,7 @@ def _levels(np, first, to, n: int, starts, level, lv0: int):
             level[t[::-1]] = -2 - r[::-1]
             t = t[level[t] == -2 - r]
             level[t] = lv
-            found.append(t.astype(np.int64))
+            found.append(t)
         front = np.concatenate(found) if found else front[:0]
         out.append(front)
     return np.concatenate(out)
@@ -200,6 +235,100 @@ def _meet(np, x, y, dom) -> None:
         k = k[xx != yy]
 
 
+class _SetMeets:
+    """The nearest common ancestor of each of many sets of nodes, as a tree of
+    pairwise meets per set: level 0 the members, each level above the meets
+    of pairs of the one below, the top one meet per set. When members move
+    in the tree, only the meets above them are made again: after the first
+    passes few of a map's million predecessors move, and the rest need no
+    work. Counts and offsets are int32 where they fit."""
+
+    def __init__(self, np, members, counts) -> None:
+        self.np = np
+        self.idt = idt = np.int32 if len(members) < 1 << 31 else np.int64
+        self.members = members
+        counts = np.asarray(counts, idt)
+        self.sets = len(counts)
+        # A member numbered above its set's smallest is not the meet (an
+        # ancestor of that smallest, numbered at most it) but under it: its
+        # dominator stands in for it, same meet, and the many predecessors of
+        # a map or a shared prototype mostly become one node, met at once.
+        self.above = members > np.repeat(np.minimum.reduceat(members, np.cumsum(counts) - counts),
+                                         counts) if self.sets else np.zeros(0, bool)
+        self.cnt = [counts]
+        while self.sets and int(counts.max()) > 1:
+            counts = (counts + 1) // 2
+            self.cnt.append(counts)
+        self.off = []
+        for c in self.cnt:
+            o = np.zeros(len(c) + 1, idt)
+            np.cumsum(c, out=o[1:])
+            self.off.append(o)
+        self.val = [np.zeros(0, np.int32)] + [np.zeros(int(o[-1]), np.int32) for o in self.off[1:]]
+
+    def _get(self, lv: int, i, dom):
+        """The values at places `i` of level `lv` (level 0 from the tree itself)."""
+        if lv:
+            return self.val[lv][i]
+        m = self.members[i]
+        return self.np.where(self.above[i], dom[m], m)
+
+    def update(self, dom, moved):
+        """The sets whose meet in the tree `dom` is made again (all when `moved`
+        is None; else those with a member `moved` marks), and those meets."""
+        np, idt = self.np, self.idt
+        idx = s = None
+        if moved is not None:
+            mask = moved[self.members]
+            idx = np.flatnonzero(mask).astype(idt)
+            if 2 * len(idx) > len(mask):
+                idx = None  # most moved: all made again, at less cost per meet
+            else:
+                # The set of each moved member, found once and kept up the levels.
+                per = np.add.reduceat(mask, self.off[0][:-1], dtype=idt) if self.sets else idx[:0]
+                s = np.repeat(np.arange(self.sets, dtype=idt), per)
+            del mask
+        for lv in range(1, len(self.cnt)):
+            check_interrupted()
+            cp, op, ol = self.cnt[lv - 1], self.off[lv - 1], self.off[lv]
+            if idx is None:
+                s = np.repeat(np.arange(self.sets, dtype=idt), self.cnt[lv])
+                c = np.arange(len(s), dtype=idt)
+                c -= ol[s]
+            else:
+                c = idx - op[s]
+                c //= 2
+                if len(c) > 1:
+                    first = np.ones(len(c), bool)
+                    first[1:] = (s[1:] != s[:-1]) | (c[1:] != c[:-1])
+                    s, c = s[first], c[first]
+                idx = ol[s] + c
+            # c: a place in its set; its children are 2c and 2c+1 (if there is one)
+            # below. Met a piece at a time: the meets' temporaries stay bounded.
+            for p0 in range(0, len(c), PIECE_EDGES):
+                sp = s[p0:p0 + PIECE_EDGES]
+                ch = c[p0:p0 + PIECE_EDGES] * 2
+                more = ch + 1 < cp[sp]
+                ch += op[sp]
+                x = self._get(lv - 1, ch, dom)
+                ch += more
+                del more
+                y = self._get(lv - 1, ch, dom)
+                del ch
+                _meet(np, x, y, dom)
+                del y
+                if idx is None:
+                    self.val[lv][p0:p0 + len(x)] = x
+                else:
+                    self.val[lv][idx[p0:p0 + len(x)]] = x
+                del x
+            del c
+        top = len(self.cnt) - 1  # one meet per set
+        if idx is None:
+            return np.arange(self.sets), self._get(top, np.arange(self.sets), dom)
+        return idx, self._get(top, idx, dom)
+
+
 def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
                    from_root=None) -> DominatorTree:
     """Immediate dominators and retained sizes over the essential edges: in NumPy
@@ -214,17 +343,121 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
 
 def _pairs(np, first_edge, edge_to, essential, root: int, from_root, dtype):
     """(source, target) of each essential edge, grouped by source, with the
-    root's edges to `from_root` among the root's."""
-    n = len(first_edge) - 1
-    keep = np.flatnonzero(essential)
-    src = np.repeat(np.arange(n, dtype=dtype), np.diff(np.asarray(first_edge, np.int64)))[keep]
-    dst = np.asarray(edge_to)[keep].astype(dtype)
-    if from_root is not None and len(from_root):
-        at = int(np.searchsorted(src, root))
-        more = np.asarray(from_root).astype(dtype)
-        src = np.concatenate([src[:at], np.full(len(more), root, dtype), src[at:]])
-        dst = np.concatenate([dst[:at], more, dst[at:]])
+    root's edges to `from_root` among the root's. Written a piece of nodes
+    at a time into arrays as long as the essential edges (no array as long
+    as all edges)."""
+    keep = np.asarray(essential, bool)
+    more = np.asarray(from_root if from_root is not None else [], np.int64).astype(dtype)
+    m = int(np.count_nonzero(keep)) + len(more)
+    src = np.empty(m, dtype)
+    dst = np.empty(m, dtype)
+    at = 0
+    for a, b in node_pieces(first_edge):
+        e0, e1 = int(first_edge[a]), int(first_edge[b])
+        if a <= root < b and len(more):
+            # The root's edges to `from_root` come first of its own.
+            at = _put(np, src, dst, at, a, root, first_edge, edge_to, keep, dtype)
+            src[at:at + len(more)] = root
+            dst[at:at + len(more)] = more
+            at += len(more)
+            at = _put(np, src, dst, at, root, b, first_edge, edge_to, keep, dtype)
+            continue
+        if e0 == e1:
+            continue
+        at = _put(np, src, dst, at, a, b, first_edge, edge_to, keep, dtype)
     return src, dst
+
+
+def _put(np, src, dst, at: int, a: int, b: int, first_edge, edge_to, keep, dtype) -> int:
+    """The essential edges of nodes a .. b-1 into src, dst from `at`; where they end."""
+    e0, e1 = int(first_edge[a]), int(first_edge[b])
+    k = keep[e0:e1]
+    s = np.repeat(np.arange(a, b, dtype=dtype),
+                  np.diff(first_edge[a:b + 1]).astype(np.int64, copy=False))[k]
+    src[at:at + len(s)] = s
+    dst[at:at + len(s)] = edge_to[e0:e1][k]
+    return at + len(s)
+
+
+def _targets(np, first_edge, edge_to, essential, root: int, from_root, dtype):
+    """(CSR offsets, targets) of the essential edges but those from a node to
+    itself, with the root's edges to `from_root` first among the root's; made
+    a piece of nodes at a time, with no array of their sources (`_sources`
+    makes a piece of them again where needed)."""
+    n = len(first_edge) - 1
+    keep = np.asarray(essential, bool)
+    more = np.asarray(from_root if from_root is not None else [], np.int64)
+    more = more[more != root].astype(dtype)
+    dst = np.empty(int(np.count_nonzero(keep)) + len(more), dtype)
+    deg = np.zeros(n, np.int64)
+    at = 0
+    # (A piece that holds the root split there: its edges to `from_root` go
+    # before its own, after those of the nodes before it.)
+    pieces = [q for a, b in node_pieces(first_edge)
+              for q in ([(a, root), (root, b)] if a < root < b else [(a, b)])]
+    for a, b in pieces:
+        e0, e1 = int(first_edge[a]), int(first_edge[b])
+        if a == root and len(more):
+            dst[at:at + len(more)] = more
+            at += len(more)
+            deg[root] += len(more)
+        if e0 == e1:
+            continue
+        src = np.repeat(np.arange(a, b, dtype=dtype),
+                        np.diff(first_edge[a:b + 1]).astype(np.int64, copy=False))
+        to = edge_to[e0:e1]
+        k = keep[e0:e1] & (to != src)
+        src = src[k]
+        dst[at:at + len(src)] = to[k]
+        at += len(src)
+        deg[a:b] += np.bincount(src - a, minlength=b - a)
+    sfirst = np.zeros(n + 1, np.int32 if at < 1 << 31 else np.int64)
+    np.cumsum(deg, out=sfirst[1:], dtype=sfirst.dtype)
+    dst.resize(at, refcheck=False)
+    return sfirst, dst
+
+
+def _sources(np, sfirst, e0: int, e1: int, dtype):
+    """The source of each edge e0 .. e1-1 of the CSR offsets `sfirst`."""
+    a = int(np.searchsorted(sfirst, e0, side="right")) - 1
+    b = int(np.searchsorted(sfirst, e1, side="left"))
+    cnt = np.diff(np.clip(sfirst[a:b + 1], e0, e1).astype(np.int64))
+    return np.repeat(np.arange(a, b, dtype=dtype), cnt)
+
+
+def _by_set(np, sfirst, dst, in_set, num, targets, counts):
+    """The numbers of the sources of the edges into `targets` (nodes, those
+    `in_set` marks, `counts` edges into each), grouped by target in the
+    targets' order, each group in the edges' order: a stable counting sort,
+    a piece of edges at a time (no index array as long as all)."""
+    sets = len(targets)
+    rid = np.zeros(len(num), np.int32)
+    rid[targets] = np.arange(sets, dtype=np.int32)
+    out = np.empty(int(counts.sum(dtype=np.int64)), np.int32)
+    cur = np.zeros(sets, np.int64)  # where each set's next member goes
+    np.cumsum(counts[:-1], out=cur[1:])
+    for a in range(0, len(dst), PIECE_EDGES):
+        d = dst[a:a + PIECE_EDGES]
+        sel = in_set[d]
+        k = rid[d[sel]]
+        del d
+        if not len(k):
+            continue
+        v = num[_sources(np, sfirst, a, a + len(sel), np.int32)[sel]]
+        o = np.argsort(k.astype(np.uint16), kind="stable") if sets <= 1 << 16 else \
+            _sort_small(np, k, sets)
+        k, v = k[o], v[o]
+        del o
+        head = np.ones(len(k), bool)
+        np.not_equal(k[1:], k[:-1], out=head[1:])
+        starts = np.flatnonzero(head)
+        del head
+        runs = np.diff(np.append(starts, len(k)))
+        # Each member's place: its set's next free one, plus its rank in its run.
+        rank = np.arange(len(k), dtype=np.int64) - np.repeat(starts, runs)
+        out[cur[k] + rank] = v
+        cur[k[starts]] += runs
+    return out
 
 
 def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
@@ -239,24 +472,22 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     candidates, until nothing changes (the same unique tree as Lengauer-Tarjan).
     A node with one predecessor has it as immediate dominator, and is never
     looked at again; nodes with the same two predecessors are met once; a pass
-    recomputes only nodes a predecessor of which moved in the tree.
+    recomputes only nodes a predecessor of which moved in the tree. The
+    predecessors of a node with more (a map's, a prototype's: millions in
+    all) are kept in a tree of pairwise meets (`_SetMeets`), where a pass
+    makes again only the meets above predecessors that moved. Arrays are
+    int32 where a node number or a count fits, and freed when done with.
     """
     np = _np()
     n = len(first_edge) - 1
-    src, dst = _pairs(np, first_edge, edge_to, essential, root, from_root, np.int32)
-    loop = src == dst
-    if loop.any():
-        src, dst = src[~loop], dst[~loop]
-    del loop
-    sfirst = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=sfirst[1:])
+    sfirst, dst = _targets(np, first_edge, edge_to, essential, root, from_root, np.int32)
 
     # Levels: breadth first from the root; then what only weak edges hold (no
     # predecessor at all), each such node hung from the root; then what is left
     # (cycles of garbage), each node on its own under the root.
-    level = np.full(n, -1, np.int64)
+    level = np.full(n, -1, np.int32)
     order = _levels(np, sfirst, dst, n, [root], level, 0)
-    indeg = np.bincount(dst, minlength=n)
+    indeg = np.bincount(dst, minlength=n).astype(np.int32)
     hung = np.zeros(0, np.int64)
     if len(order) < n:
         free = np.flatnonzero((indeg == 0) & (level < 0))
@@ -265,12 +496,11 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
         cycles = np.flatnonzero(level < 0)
         level[cycles] = 1
         hung = np.concatenate([free, cycles])
-        order = np.concatenate([order, more, cycles])
+        order = np.concatenate([order, more, cycles]).astype(np.int32)
         lv = level[order]
         order = order[_sort_small(np, lv, int(lv.max()))]
         del lv
     hung_count = len(hung)
-    del sfirst
     num = np.empty(n, np.int32)  # node -> number (order: number -> node)
     num[order] = np.arange(n, dtype=np.int32)
     lvl = level[order]
@@ -280,79 +510,57 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     del lvl, bounds
 
     # Candidates: a node's one predecessor; for more, the smallest (a level before).
+    # The root, and the nodes hung from it, have theirs already: the root.
+    indeg[hung] = 0
+    indeg[root] = 0
+    del hung
     dom = np.zeros(n, np.int32)
-    one = np.zeros(n, np.int32)
-    one[dst] = src  # right where the node has one predecessor
-    dom[num] = num[one]
-    del one
-    fixed = np.ones(n, bool)
-    fixed[num[dst]] = False
-    fixed[num[dst[indeg[dst] == 1]]] = True
-    fixed[num[hung]] = True  # the root is among their predecessors: the root
-    dom[num[hung]] = 0
-    fixed[0] = True
-    dom[0] = 0
-    sel = ~fixed[num[dst]]
-    ms = num[src[sel]]
-    md = num[dst[sel]]
-    del src, dst, sel, indeg, hung
-    o = _sort_small(np, md, n)
-    ms, md = ms[o], md[o]
-    del o
-    many = np.flatnonzero(~fixed)  # by number, ascending, as md is sorted
-    del fixed
-    cnt = np.bincount(md, minlength=n)[many]
-    del md
-    seg = np.zeros(len(many) + 1, np.int64)
-    np.cumsum(cnt, out=seg[1:])
-    if len(many):
-        dom[many] = np.minimum.reduceat(ms, seg[:-1])
+    last = np.zeros(n, np.int32)
+    m = len(dst)
+    for a in range(0, m, PIECE_EDGES):  # by node: its last predecessor, the one where it has one
+        last[dst[a:a + PIECE_EDGES]] = _sources(np, sfirst, a, min(a + PIECE_EDGES, m), np.int32)
+    dom[num] = num[last]
+    dom[indeg[order] == 0] = 0
 
-    # Nodes with two predecessors: each distinct pair met once.
-    two = cnt == 2
-    pn = many[two]
-    pa, pb = ms[seg[:-1][two]], ms[seg[:-1][two] + 1]
+    # Nodes with two predecessors: the last and the first (a scatter backwards);
+    # each distinct pair met once.
+    pn = np.flatnonzero(indeg[order] == 2).astype(np.int32)  # by number, ascending
+    first = np.zeros(n, np.int32)
+    for a in reversed(range(0, m, PIECE_EDGES)):
+        first[dst[a:a + PIECE_EDGES][::-1]] = \
+            _sources(np, sfirst, a, min(a + PIECE_EDGES, m), np.int32)[::-1]
+    pa, pb = num[first[order[pn]]], num[last[order[pn]]]
+    del first, last
+    dom[pn] = np.minimum(pa, pb)
     key = np.minimum(pa, pb).astype(np.int64) * n + np.maximum(pa, pb)
     del pa, pb
     key, pinv = np.unique(key, return_inverse=True)
     ua, ub = (key // n).astype(np.int32), (key % n).astype(np.int32)
     del key
-    # The others: their predecessors met pairwise, in rounds of a fixed schedule.
-    rest = ~two
-    rn = many[rest]
-    rcnt = cnt[rest]
-    rsel = np.repeat(rest, cnt)
-    rms = ms[rsel]
-    del ms, rsel, rest, two, cnt, seg, many
-    rseg = np.zeros(len(rn) + 1, np.int64)
-    np.cumsum(rcnt, out=rseg[1:])
-    segof = np.repeat(np.arange(len(rn), dtype=np.int32), rcnt)
-    pos = np.arange(len(rms), dtype=np.int64) - rseg[:-1][segof]
-    rounds = []
-    r = 1
-    i = np.flatnonzero(pos % 2 == 0)  # the left ends of this round's pairs, and more
-    while len(i):
-        i = i[pos[i] + r < rcnt[segof[i]]]
-        if not len(i):
-            break
-        rounds.append((r, i, segof[i]))
-        r *= 2
-        i = i[pos[i] % (2 * r) == 0]
-    del pos, segof
+    # The others: their predecessors met pairwise, in a tree of meets per set,
+    # grouped by set (a counting sort, a piece of edges at a time).
+    rn = np.flatnonzero(indeg[order] > 2).astype(np.int32)  # by number, ascending
+    rcnt = indeg[order[rn]]
+    rms = _by_set(np, sfirst, dst, indeg > 2, num, order[rn], rcnt)
+    del indeg, sfirst, dst, num
+    if len(rn):
+        dom[rn] = np.minimum.reduceat(rms, np.cumsum(rcnt) - rcnt)
+    meets = _SetMeets(np, rms, rcnt)
+    del rms, rcnt
 
+    # The first pass meets only the pairs: most nodes of the sets lie under
+    # pairs (a Session under its two holders), and would all move after it.
     moved = None
+    sets_done = False
     while True:
         check_interrupted()
         if moved is None:
             pdirty = np.ones(len(ua), bool)
-            rdirty = np.ones(len(rn), bool)
         else:
             # Moved in the tree: what moved, and everything under it, level by level.
             for a, b in spans:
                 moved[a:b] |= moved[dom[a:b]]
             pdirty = moved[ua] | moved[ub]
-            rdirty = np.logical_or.reduceat(moved[rms], rseg[:-1]) if len(rn) else \
-                np.zeros(0, bool)
         x, y = ua[pdirty], ub[pdirty]
         _meet(np, x, y, dom)
         pres = dom[pn]
@@ -360,40 +568,29 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
         got[pdirty] = x
         pw = got[pinv] >= 0
         pres[pw] = got[pinv][pw]
-        # A predecessor numbered above its set's smallest is not the meet (an
-        # ancestor of that smallest, numbered at most it) but under it: its
-        # dominator stands in for it, same meet, and the many predecessors of a
-        # map or a shared prototype mostly become one node, met at once.
-        if len(rn):
-            low = np.repeat(np.minimum.reduceat(rms, rseg[:-1]), rcnt)
-            a_ = np.where(rms > low, dom[rms], rms)
-            del low
-        else:
-            a_ = rms.copy()
-        for r, i, s in rounds:
-            i = i[rdirty[s]]
-            x, y = a_[i], a_[i + r]
-            _meet(np, x, y, dom)
-            a_[i] = x
         rres = dom[rn]
-        rres[rdirty] = a_[rseg[:-1][rdirty]]
+        if moved is not None:
+            # A meet of nodes none of which moved is the same in the new tree.
+            rs, rv = meets.update(dom, moved if sets_done else None)
+            rres[rs] = rv
+            sets_done = True
         moved = np.zeros(n, bool)
         moved[pn] = pres != dom[pn]
         moved[rn] = rres != dom[rn]
-        if not moved.any():
+        if sets_done and not moved.any():
             break
         dom[pn] = pres
         dom[rn] = rres
-    del moved, ua, ub, pinv, rms, rounds, rcnt
+    del moved, ua, ub, pinv, meets
 
     # Children of each node, by number: kids[kfirst[v]:kfirst[v+1]].
-    kids = _sort_small(np, dom[1:], n) + 1
-    kfirst = np.zeros(n + 1, np.int64)
+    kids = (_sort_small(np, dom[1:], n) + 1).astype(np.int32)
+    kfirst = np.zeros(n + 1, np.int32)
     np.cumsum(np.bincount(dom[1:], minlength=n), out=kfirst[1:])
     # Retained sizes and subtree counts: deepest level first, each node's
     # children (all of a deeper level, done) summed into it.
     ret = np.asarray(sizes, np.uint64)[order]
-    sub = np.ones(n, np.int64)
+    sub = np.ones(n, np.int32)
     for a, b in reversed([(0, 1)] + spans):
         check_interrupted()
         k0, k1 = int(kfirst[a]), int(kfirst[b])
@@ -407,24 +604,29 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
             arr[a:b] += c[at[1:]] - c[at[:-1]]
     # Preorder places in the dominator tree: a node's subtree is tin .. tin+subtree-1,
     # siblings in the order of their numbers.
-    ends = np.cumsum(sub[kids])
-    before = ends - sub[kids]  # nodes of the subtrees of the siblings before, and of earlier parents
-    off = np.zeros(n, np.int64)
+    before = np.cumsum(sub[kids], dtype=np.int32 if n < 1 << 31 else np.int64)
+    before -= sub[kids]  # nodes of the subtrees of the siblings before, and of earlier parents
+    off = np.zeros(n, np.int32)
     off[kids] = before - before[kfirst[dom[kids]]]
-    del kids, kfirst, ends, before
-    tin = np.zeros(n, np.int64)
+    del kids, kfirst, before
+    tin = np.zeros(n, np.int32)
     for a, b in spans:
         tin[a:b] = tin[dom[a:b]] + 1 + off[a:b]
     del off
 
+    # By node, each array let go once placed.
     idom = np.empty(n, np.uint32)
     idom[order] = order[dom]
+    del dom
     retained = np.empty(n, np.uint64)
     retained[order] = ret
+    del ret
     tin_a = np.empty(n, np.uint32)
     tin_a[order] = tin
+    del tin
     sub_a = np.empty(n, np.uint32)
     sub_a[order] = sub
+    del sub
     return DominatorTree(idom, retained, order.astype(np.uint32), hung_count, tin_a, sub_a)
 
 
@@ -588,21 +790,28 @@ def set_retained(tree: DominatorTree, members, group) -> Any:
     0). A member inside another's dominator subtree is already counted there.
     """
     np = _np()
-    members = np.asarray(members, np.int64)
-    group = np.asarray(group, np.int64)
+    members = np.asarray(members)
+    group = np.asarray(group)
     k = int(group.max()) + 1 if len(group) else 0
     if not len(members):
         return np.zeros(k, np.uint64)
     span = np.int64(len(tree.tin) + 1)
-    start = group * span + tree.tin[members].astype(np.int64)
-    end = start + tree.subtree[members].astype(np.int64)
+    # Sorted by (set, preorder place); each array made from the sort's result
+    # and the one before it let go, at most four per member held at once.
+    start = np.multiply(group, span, dtype=np.int64)
+    start += tree.tin[members]
     o = np.argsort(start, kind="stable")
-    start, end, members, group = start[o], end[o], members[o], group[o]
+    start = start[o]
+    members = members[o]
+    group = group[o]
+    del o
+    end = start + tree.subtree[members]
     # Dominator subtrees nest or are apart: a member is covered when it starts
     # before the furthest end of the members of its set before it.
-    reach_ = np.maximum.accumulate(end)
-    before = np.concatenate([[np.int64(-1)], reach_[:-1]])
-    top = start >= before
+    np.maximum.accumulate(end, out=end)
+    top = np.ones(len(start), bool)
+    np.greater_equal(start[1:], end[:-1], out=top[1:])
+    del start, end
     return np.bincount(group[top], weights=tree.retained[members[top]].astype(np.float64),
                        minlength=k).astype(np.uint64)
 

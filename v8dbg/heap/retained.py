@@ -33,17 +33,15 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
     class the program also holds, retains nothing, as in DevTools' view of
     V8's snapshot (whose root has shortcut edges to the globals).
     """
-    np = graphmod.numpy()
+    graphmod.numpy()  # (says so if NumPy is missing)
     g = graphmod.build(prog, heap, progress)
     t = getattr(g, "_dominators", None)
     if t is None:
-        seen, _ = graphmod.reach(g)
-        garbage_edge = np.repeat(~seen, np.diff(g.first_edge))  # an edge from garbage
-        # or into it: a live key's edge to the value of a dead WeakMap's entry
-        garbage_edge |= ~seen[g.edge_to]
+        seen = graphmod.reached(g)
         globals_ = graphmod.global_objects(prog, g)
-        ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, garbage_edge, globals_)
-        del garbage_edge
+        # No edge from garbage retains, nor one into it (a live key's edge to
+        # the value of a dead WeakMap's entry).
+        ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, None, globals_, seen)
         t = dominator_tree(g.first_edge, g.edge_to, ess, snapshot_sizes(prog, g), 0, globals_)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t
@@ -53,18 +51,19 @@ def of_groups(prog: Program, heap: int, rows: list[Group], progress=None) -> lis
     """The retained size of each row (reachable objects only)."""
     np = graphmod.numpy()
     g, t = tree(prog, heap, progress)
-    seen, _ = graphmod.reach(g)
+    seen = graphmod.reached(g)
     idx_parts: list[Any] = []
-    grp_parts: list[Any] = []
-    for k, row in enumerate(rows):
+    for row in rows:
         i = g.indices(members(prog, heap, row))
         i = i[i >= 0]
         i = i[seen[i]]
-        idx_parts.append(i)
-        grp_parts.append(np.full(len(i), k, np.int64))
+        idx_parts.append(i.astype(np.uint32))  # node indices in 32 bits, as edges hold them
     if not rows:
         return []
-    got = set_retained(t, np.concatenate(idx_parts), np.concatenate(grp_parts))
+    grp = np.repeat(np.arange(len(rows), dtype=np.int32), [len(i) for i in idx_parts])
+    idx = np.concatenate(idx_parts)
+    del idx_parts
+    got = set_retained(t, idx, grp)
     out = [0] * len(rows)
     for k in range(min(len(rows), len(got))):
         out[k] = int(got[k])

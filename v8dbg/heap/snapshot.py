@@ -24,23 +24,30 @@ never held whole in memory.
 from __future__ import annotations
 
 import json
+import tempfile
+from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import DecodeError, TargetMemoryError
 from ..interrupt import check_interrupted
+from ..v8 import rootnames
 from ..v8.layouts import heap_snapshot_meta, script_context_table_is_array
-from . import census
+from . import census, roots
 from . import graph as gmod
-from .edges import Extra, MapCodes, StringTable, buffer_data, extra_edges, type_edges
+from .edges import (Extra, MapCodes, NodeMaps, StringTable, Typed, buffer_data,
+                    extra_edges, type_edges)
 from .locations import Location, Locations
+from .release import free_pages
 from .selfsize import node_maps as _node_maps, snapshot_sizes
+from .strtable import BULK_PIECE, Bulk, gather
 
 if TYPE_CHECKING:
     from ..program import Program
 
 MAX_NAME = 1024  # characters of a string node's name, as V8 cuts them
 CHUNK = 1 << 16  # nodes per chunk written
+EDGE_CHUNK = 1 << 19  # edges per chunk of nodes typed and written (but a node's all)
 ROWS = 1 << 17  # rows formatted at a time
 
 # V8's types of internal objects it files as code (GetSystemEntryType), by
@@ -256,18 +263,40 @@ class _Namer:
 _CODECS = ("latin-1", "utf-16-le")  # a sequential string's, by its encoding
 
 
-def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer: _Namer,
+def _name_sequential(np, prog: Program, g: gmod.Graph, seq, maps, pages, namer: _Namer,
                      nname) -> None:
     """Name sequential strings (most of a heap's strings) by their characters,
     read from their pages in bulk rather than one string at a time: where each
-    string's characters are and how many is worked out in arrays, leaving only
-    the slicing, decoding and interning to a loop."""
+    string's characters are and how many is worked out in arrays. One-byte
+    strings are named by their characters themselves, gathered from every
+    page and added to the table at once (StringTable.add_bulk: no Python
+    string each); two-byte ones are decoded a page at a time (_texts).
+    seq: per node, 1 for a one-byte sequential string, 2 for a two-byte one
+    (nodes in address order without a sort)."""
     st = prog.values.s
     w = prog.heap_state.walker
+    nodes = np.flatnonzero(seq)
     addr = g.node_addr[nodes]
-    um, inv = np.unique(maps[nodes], return_inverse=True)
-    one_all = np.array([bool(namer.sequential(int(m))) for m in um.tolist()], dtype=bool)[inv]
+    one_all = seq[nodes] == 1
     add_all = namer.s.add_all
+    # The one-byte strings' nodes and characters, page after page, added to
+    # the table some BULK_PIECE strings at a time.
+    bulk_nodes: list = []
+    bulk_chars: list = []
+    bulk_lens: list = []
+
+    def flush() -> None:
+        if not bulk_nodes:
+            return
+        chars = np.concatenate(bulk_chars)
+        lens = np.concatenate(bulk_lens)
+        ends = np.cumsum(lens)
+        nname[np.concatenate(bulk_nodes)] = namer.s.add_bulk(chars, ends - lens, ends)
+        bulk_nodes.clear()
+        bulk_chars.clear()
+        bulk_lens.clear()
+
+    pending = 0
     for p in pages:
         lo = int(np.searchsorted(addr, np.uint64(p.start)))
         hi = int(np.searchsorted(addr, np.uint64(p.end)))
@@ -288,18 +317,51 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, nodes, maps, pages, namer
         first = offs + np.where(one, st.o_chars1, st.o_chars2)
         nb = np.minimum(np.maximum(lens, 0), MAX_NAME) * np.where(one, 1, 2)
         bad = (lens < 0) | (first + nb > offs + g.node_size[sel].astype(np.int64))
-        raw = bytes(buf)
-        codecs = np.where(one, 0, 1).tolist()
-        if not bad.any():
-            texts = [raw[f:e].decode(_CODECS[c], "surrogatepass")
-                     for f, e, c in zip(first.tolist(), (first + nb).tolist(), codecs)]
-            nname[sel] = add_all(texts)
+        ends = first + nb
+        fast = one & ~bad
+        if fast.any():
+            f, ln = first[fast], nb[fast]
+            bulk_nodes.append(sel[fast])
+            bulk_lens.append(ln)
+            bulk_chars.append(gather(np, buf, f, ln))
+            pending += len(ln)
+            if pending >= BULK_PIECE:
+                flush()
+                pending = 0
+        if fast.all():
             continue
-        # Strings that are not all on the page: each read on its own, in order.
-        nname[sel] = [namer.of_object("string", int(addr[lo + j]), int(maps[sel[j]])) if b
-                      else add_all([raw[f:e].decode(_CODECS[c], "surrogatepass")])[0]
-                      for j, (f, e, c, b) in enumerate(zip(first.tolist(), (first + nb).tolist(),
-                                                           codecs, bad.tolist()))]
+        # Two-byte strings, and strings that are not all on the page (each
+        # read on its own), in order.
+        raw = data if isinstance(data, bytes) else bytes(buf)
+        rest = np.flatnonzero(~fast)
+        if not bad.any():
+            nname[sel[rest]] = add_all(_texts(np, raw, first[rest], ends[rest], one[rest]))
+            continue
+        codecs = np.where(one, 0, 1).tolist()
+        fl, el, bl = first.tolist(), ends.tolist(), bad.tolist()
+        nname[sel[rest]] = [
+            namer.of_object("string", int(addr[lo + j]), int(maps[sel[j]])) if bl[j]
+            else add_all([raw[fl[j]:el[j]].decode(_CODECS[codecs[j]], "surrogatepass")])[0]
+            for j in rest.tolist()]
+    flush()
+
+
+def _texts(np, raw: bytes, first, ends, one) -> list[str]:
+    """The strings at raw[first:ends], one byte a character where `one` says,
+    else two: the one-byte ones sliced from the page decoded once as Latin-1
+    (the same characters), with no step of Python per string."""
+    if one.all():
+        page = raw.decode("latin-1")
+        return list(map(page.__getitem__, map(slice, first.tolist(), ends.tolist())))
+    two = [raw[f:e].decode("utf-16-le", "surrogatepass")
+           for f, e in zip(first[~one].tolist(), ends[~one].tolist())]
+    if not one.any():
+        return two
+    page = raw.decode("latin-1")
+    out = np.empty(len(one), dtype=object)
+    out[~one] = two
+    out[one] = list(map(page.__getitem__, map(slice, first[one].tolist(), ends[one].tolist())))
+    return out.tolist()
 
 
 _LUT: list = []  # 4-digit groups as little-endian words, made once (see _digits)
@@ -324,13 +386,18 @@ def _digits(np, c, w: int):
     words = np.empty((len(c), g), dtype="<u4")
     q = c  # the number's digits down to group j
     for j in range(g - 1, -1, -1):
-        if j == g - 1:
-            idx = np.where(q < 10000, q + 10000, q % 10000) if g > 1 else q + 10000
-        else:
-            idx = np.where(q < 10000, q + 10000 + 10000 * (q == 0), q % 10000)
-        words[:, j] = lut[idx]
+        # The group's table index: its four digits, + 10000 where it is the
+        # number's first group (nothing above it), + 10000 more where the
+        # number has no digit this far left (but the last group: "0").
         if j:
-            q = q // 10000
+            qn, idx = np.divmod(q, 10000)
+            np.add(idx, 10000, out=idx, where=qn == 0)
+        else:  # (the leftmost group: the number's first, w digits in all)
+            qn, idx = None, q + 10000
+        if j < g - 1:
+            np.add(idx, 10000, out=idx, where=q == 0)
+        words[:, j] = lut[idx]
+        q = qn
     return words.view(np.uint8)[:, 4 * g - w:]
 
 
@@ -349,21 +416,24 @@ def _decimal_parts(np, cols):
         yield _decimal_rows(np, [c[a:a + ROWS] for c in cols])
 
 
-def _decimal_rows(np, cols) -> bytes:
+def _decimal_rows(np, cols) -> memoryview:
     n = len(cols[0])
-    cols = [np.asarray(c).astype(np.int64, copy=False) for c in cols]
+    cols = [np.asarray(c) for c in cols]
     widths = [len(str(int(c.max()))) for c in cols]
     mat = np.empty((n, sum(widths) + len(widths)), dtype=np.uint8)
     pos = 0
     for c, w in zip(cols, widths):
-        mat[:, pos:pos + w] = _digits(np, c, w)
+        if w == 1:  # one digit each (a type, a zero column): no table
+            np.add(c, ord("0"), out=mat[:, pos], casting="unsafe")
+        else:
+            mat[:, pos:pos + w] = _digits(np, c.astype(np.int64, copy=False), w)
         mat[:, pos + w] = ord(",")
         pos += w + 1
     flat = mat.ravel()
-    return flat[flat != 0][:-1].tobytes()
+    return memoryview(flat[flat != 0][:-1])
 
 
-def _quoted(np, nums) -> bytes:
+def _quoted(np, nums) -> memoryview | bytes:
     """Non-negative integers as the JSON strings `"1",\n"22",\n...` (a run of
     the string table's numbers), formatted in bulk as `_decimal` does."""
     n = len(nums)
@@ -378,7 +448,7 @@ def _quoted(np, nums) -> bytes:
     first = np.argmax(mat[:, 1:w + 1] != 0, axis=1)
     mat[np.arange(n), first] = ord('"')
     flat = mat.ravel()
-    return flat[flat != 0][:-2].tobytes()
+    return memoryview(flat[flat != 0][:-2])
 
 
 # Read-only objects V8's snapshot draws no slot edge to (IsEssentialObject):
@@ -426,20 +496,17 @@ def _nonessential(np, prog: Program, g: gmod.Graph, maps) -> tuple[Any, Any]:
     return out, hole
 
 
-def _left_out(np, prog: Program, g: gmod.Graph, src, lo: int, hi: int, maps, is_js,
-              strings: StringTable, nonessential, codes: MapCodes) -> Any:
-    """Which of edges lo .. hi-1 V8 leaves out (positions from lo; None if
-    none): its slot edges (internal, hidden, weak) to the read-only objects
-    that are no object of the program's, as IsEssentialObject has it; an
-    object's property and a context's variable that hold one are edges."""
-    to = g.edge_to[lo:hi]
-    cand = nonessential[to] & (src >= g.first_object)
+def _left_out(np, g: gmod.Graph, src, lo: int, hi: int, kinds, nonessential) -> Any:
+    """Which of edges lo .. hi-1 (typed: their `kinds`) V8 leaves out
+    (positions from lo; None if none): its slot edges (internal, hidden,
+    weak) to the read-only objects that are no object of the program's, as
+    IsEssentialObject has it; an object's property and a context's variable
+    that hold one are edges."""
+    cand = nonessential[g.edge_to[lo:hi]] & (src >= g.first_object)
     if not cand.any():
         return None
-    typed = type_edges(prog, g, src, lo, hi, maps, is_js, StringTable(), slots_only=cand,
-                       codes=codes)
-    slot = np.isin(typed.kinds, (gmod.E_INTERNAL, gmod.E_HIDDEN, gmod.E_WEAK))
-    return np.flatnonzero(cand & slot)
+    cand &= (kinds == gmod.E_INTERNAL) | (kinds == gmod.E_HIDDEN) | (kinds == gmod.E_WEAK)
+    return np.flatnonzero(cand)
 
 
 class _Ephemerons:
@@ -451,7 +518,7 @@ class _Ephemerons:
     slots of the table stay `weak`."""
 
     def __init__(self, np, g: gmod.Graph, keep, nname, ids, strings: StringTable) -> None:
-        self.np, self.g, self.strings = np, g, strings
+        self.np, self.g = np, g
         pairs = g.ephemerons if g.ephemerons is not None else np.zeros((0, 3), np.int64)
         self.pos = np.flatnonzero(g.edge_name == gmod.EPHEMERON) if len(pairs) else \
             np.zeros(0, np.int64)
@@ -462,18 +529,22 @@ class _Ephemerons:
                      for (t, k, v), (it, ik, iv) in zip(pairs.tolist(), pid.tolist())]
         ok = keep[pairs[:, 0]] & keep[pairs[:, 1]] & keep[pairs[:, 2]] if len(pairs) else \
             np.zeros(0, bool)
-        sel = np.flatnonzero(ok)
-        self.table, self.value = pairs[sel, 0], pairs[sel, 2]
+        self.sel = np.flatnonzero(ok)
+        self.table, self.value = pairs[self.sel, 0], pairs[self.sel, 2]
+
+    def table_names(self, strings: StringTable):
+        """The names of the table-to-value edges (`self.table`), added to `strings`."""
+        np, g = self.np, self.g
         # The table's edges are its slots', then these, in entry order.
         order = np.argsort(self.table, kind="stable")
         t = self.table[order]
         rank = np.arange(len(t)) - np.searchsorted(t, t)
         n = np.empty(len(t), np.int64)
         n[order] = g.first_edge[t + 1] - g.first_edge[t] + rank + 1
-        self.table_names = np.array([strings.add(f"{k}{self.text[i]}")
-                                     for k, i in zip(n.tolist(), sel.tolist())], dtype=np.uint32)
+        return np.array([strings.add(f"{k}{self.text[i]}")
+                         for k, i in zip(n.tolist(), self.sel.tolist())], dtype=np.uint32)
 
-    def name_key_edges(self, lo: int, hi: int, typed) -> None:
+    def name_key_edges(self, lo: int, hi: int, typed, strings: StringTable) -> None:
         """Kind and name of the key-to-value edges among graph edges lo .. hi-1."""
         np, g = self.np, self.g
         a, b = np.searchsorted(self.pos, [lo, hi])
@@ -481,38 +552,151 @@ class _Ephemerons:
             e = int(self.pos[j])
             s = int(np.searchsorted(g.first_edge, e, side="right")) - 1
             typed.kinds[e - lo] = gmod.E_INTERNAL
-            typed.names[e - lo] = self.strings.add(f"{e - int(g.first_edge[s]) + 1}{self.text[j]}")
+            typed.names[e - lo] = strings.add(f"{e - int(g.first_edge[s]) + 1}{self.text[j]}")
 
 
-def _merged(np, xe: Extra, src, kinds, names, to) -> Extra:
-    """The extra edges and more, sorted by source."""
-    s = np.concatenate([xe.src, src], dtype=xe.src.dtype)
-    order = np.argsort(s, kind="stable")
-    return Extra(s[order], np.concatenate([xe.kinds, kinds])[order],
-                 np.concatenate([xe.names, names])[order],
-                 np.concatenate([xe.to, to], dtype=xe.to.dtype)[order], xe.globals, xe.notes)
+def _node_ranges(np, fe, first: int, last: int) -> list[tuple[int, int]]:
+    """Nodes first .. last-1 in ranges of CHUNK nodes and EDGE_CHUNK edges at
+    most (a node with more edges alone in its range): what a range's edges
+    need while typed and written stays bounded (the GC roots' few nodes may
+    hold millions of edges, the string table's)."""
+    out = []
+    a = first
+    while a < last:
+        b = int(np.searchsorted(fe, int(fe[a]) + EDGE_CHUNK, side="right")) - 1
+        b = max(a + 1, min(b, a + CHUNK, last))
+        out.append((a, b))
+        a = b
+    return out
 
 
-def _with_buffers(np, xe: Extra, src, to, name: int) -> Extra:
-    """The extra edges and the buffers' `backing_store` edges, sorted by source."""
-    s = np.concatenate([xe.src, src], dtype=xe.src.dtype)
-    order = np.argsort(s, kind="stable")
-    kinds = np.concatenate([xe.kinds, np.full(len(src), gmod.E_INTERNAL, dtype=np.uint8)])
-    names = np.concatenate([xe.names, np.full(len(src), name, dtype=np.uint32)])
-    return Extra(s[order], kinds[order], names[order],
-                 np.concatenate([xe.to, to], dtype=xe.to.dtype)[order], xe.globals, xe.notes)
+def _inserted(np, xe: Extra, src, kinds, names, to) -> Extra:
+    """xe with more edges, each after xe's edges of its source, in their order
+    (where a stable sort of both by source puts them): inserted into the
+    sorted arrays, not sorted again with them."""
+    order = np.argsort(src, kind="stable")
+    src = np.asarray(src)[order].astype(xe.src.dtype)
+    at = np.searchsorted(xe.src, src, side="right")
+    return Extra(np.insert(xe.src, at, src), np.insert(xe.kinds, at, np.asarray(kinds)[order]),
+                 np.insert(xe.names, at, np.asarray(names)[order]),
+                 np.insert(xe.to, at, np.asarray(to)[order].astype(xe.to.dtype)),
+                 xe.globals, xe.notes)
+
+
+def _root_names(np, prog: Program, g: gmod.Graph, strings: StringTable) -> tuple[Any, Any]:
+    """(nodes, name) of the roots table's objects, ascending by node: the name
+    of the first root that holds each (V8's GetStrongGcSubrootName, by which
+    its snapshot names a GC sub-root's edge to it), its index in `strings`.
+    Empty where the table or its names cannot be read."""
+    none = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32)
+    vals = roots.table_roots(prog, g.heap)
+    names = rootnames.root_names(prog, len(vals)) if vals else None
+    if not names:
+        return none
+    first: dict[int, str] = {}
+    for v, n in zip(vals, names):
+        first.setdefault(v, n)
+    idx = g.indices(np.fromiter(first, dtype=np.uint64, count=len(first)))
+    ok = np.flatnonzero(idx >= g.first_object)
+    if not len(ok):
+        return none
+    nodes = idx[ok].astype(np.int64)
+    ids = np.array(strings.add_all([list(first.values())[k] for k in ok.tolist()]),
+                   dtype=np.uint32)
+    order = np.argsort(nodes, kind="stable")
+    return nodes[order], ids[order]
+
+
+# Edges typed at a time at most: a node with more (a big array's or hash
+# table's slots) is typed a piece at a time, its working arrays bounded.
+TYPE_PIECE = 1 << 18
+
+
+def _typed(np, prog: Program, g: gmod.Graph, src, lo: int, hi: int, maps, is_js,
+           strings: StringTable, codes: MapCodes) -> Typed:
+    """type_edges of edges lo .. hi-1, TYPE_PIECE edges at a time."""
+    if hi - lo <= TYPE_PIECE:
+        return type_edges(prog, g, src, lo, hi, maps, is_js, strings, codes=codes)
+    kinds = np.empty(hi - lo, dtype=np.uint8)
+    names = np.empty(hi - lo, dtype=np.uint32)
+    for p in range(lo, hi, TYPE_PIECE):
+        q = min(p + TYPE_PIECE, hi)
+        t = type_edges(prog, g, src[p - lo:q - lo], p, q, maps, is_js, strings, codes=codes)
+        kinds[p - lo:q - lo] = t.kinds
+        names[p - lo:q - lo] = t.names
+        del t
+    return Typed(kinds, names, strings.items)
+
+
+class _Spilled:
+    """Arrays put aside in an unnamed temporary file and taken back in the
+    order they were put: the typed edges (and V8's extra ones), made before
+    the nodes are written and needed only after them, and the nodes' types
+    and names while the edges are typed, are not held in memory meanwhile
+    (the kernel's page cache holds them, not this process). Held in memory
+    where no temporary file can be made."""
+
+    def __init__(self, where: str | None = None) -> None:
+        self.f: Any = None
+        # Beside the file being written (where the user has room for it; a
+        # /tmp in memory would hold it in memory), else the system's place.
+        for d in ([where] if where else []) + [None]:
+            try:
+                self.f = tempfile.TemporaryFile(prefix=".v8dbg-edges-", dir=d)
+                break
+            except OSError:
+                continue
+        self.held: deque = deque()  # (dtype, count) per array in the file, or the array
+
+    def put(self, *arrays) -> None:
+        for a in arrays:
+            if self.f is not None:
+                try:
+                    self.f.write(memoryview(a).cast("B"))
+                    self.held.append((a.dtype, len(a)))
+                    continue
+                except OSError:
+                    # (A full disk: from here on held in memory; what the
+                    # file holds before the failed write is read back.)
+                    self._full, self.f = self.f, None
+            self.held.append(a)
+
+    _full: Any = None
+    _read_at = 0
+
+    def take(self, np) -> Any:
+        x = self.held.popleft()
+        if not isinstance(x, tuple):
+            return x
+        f = self.f if self.f is not None else self._full
+        if f.tell() != self._read_at:
+            f.flush()
+            f.seek(self._read_at)
+        dtype, n = x
+        a = np.empty(n, dtype=dtype)
+        if n and f.readinto(memoryview(a).cast("B")) != a.nbytes:
+            raise OSError("the temporary file of typed edges was cut short")
+        self._read_at = f.tell()
+        return a
+
+    def close(self) -> None:
+        for f in (self.f, self._full):
+            if f is not None:
+                f.close()
 
 
 def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = False,
-          progress=None) -> Written:
-    """Write the heap's snapshot to `out` (a binary stream)."""
+          progress=None, spill_dir: str | None = None) -> Written:
+    """Write the heap's snapshot to `out` (a binary stream). What is put aside
+    meanwhile goes to unnamed temporary files in `spill_dir` where given."""
     np = gmod.numpy()
     c = census.of(prog, heap)
     g = gmod.build(prog, heap)
-    seen = gmod.reach(g)[0]
+    seen = gmod.reached(g)
     keep = np.ones(g.nodes, dtype=bool) if include_unreachable else seen.copy()
     # (Read-only objects nothing reaches are left out too, but are no garbage.)
     unreachable = int((~seen & ~g.in_read_only()).sum())
+    del seen
     meta, extra = heap_snapshot_meta(prog.md.v8_version)
     fields = meta["node_fields"]
     types = meta["node_types"][0]
@@ -520,7 +704,10 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     strings.add("<dummy>")
     namer = _Namer(prog, types, strings)
     pages = list(c.pages) + list(g.read_only)
-    maps = _node_maps(np, prog, g, pages)
+    # Each node's map, kept as the distinct maps (sorted once, for every pass
+    # that asks) and each node's number among them.
+    codes = MapCodes.of(_node_maps(np, prog, g, pages))
+    maps = NodeMaps(codes)
     in_ro = g.in_read_only()
     # Output order: root, (GC roots), groups, objects; graph node i > 0 is row i + 1.
     # Node indices and rows in 32 bits where they fit (always, below MAX_NODES
@@ -541,14 +728,13 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         nname[1 + i] = strings.add(n)
     objs = kept[kept >= g.first_object]
     del kept
-    om = maps[objs]
     is_js = np.zeros(g.nodes, dtype=bool)
-    seq_parts: list[Any] = []  # sequential strings, named in bulk from their pages
+    # Sequential strings, named in bulk from their pages: 1 one-byte, 2 two-byte.
+    seq = np.zeros(g.nodes, dtype=np.uint8)
     # The objects grouped by map: each map's number among the few distinct ones
     # sorted (a radix sort of small integers), not the 64-bit maps themselves.
-    um = np.unique(om)
-    code = np.searchsorted(um, om).astype(np.uint16 if len(um) < 1 << 16 else np.uint32)
-    del om
+    um = codes.maps
+    code = codes.code[objs]
     order = np.argsort(code, kind="stable").astype(ix)
     bounds = np.concatenate(([0], np.cumsum(np.bincount(code, minlength=len(um)))))
     del code
@@ -556,6 +742,8 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     loc_parts: list[tuple[Any, Location]] = []  # (nodes, their location)
     t_object, t_closure = types.index("object"), types.index("closure")
     for k, m in enumerate(um.tolist()):
+        if bounds[k] == bounds[k + 1]:
+            continue  # (no kept object has it)
         sel = objs[order[bounds[k]:bounds[k + 1]]]
         kind, name, rule = namer.of_map(int(m))
         ntype[sel] = kind
@@ -583,36 +771,23 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             nname[sel] = namer.of_object(rule, int(g.node_addr[sel[0]]), int(m))
             continue
         if rule == "string" and namer.sequential(int(m)) is not None:
-            seq_parts.append(sel)
+            seq[sel] = 1 if namer.sequential(int(m)) else 2
             continue
         check_interrupted()
         nname[sel] = [namer.of_object(rule, int(g.node_addr[i]), int(m)) for i in sel.tolist()]
-    del objs, order
-    if seq_parts:
-        _name_sequential(np, prog, g, np.sort(np.concatenate(seq_parts)), maps, pages,
-                         namer, nname)
-    del seq_parts
-    # Edges of kept nodes to kept nodes, typed in chunks (their counts first).
+    del objs, order, in_ro
+    if seq.any():
+        _name_sequential(np, prog, g, seq, maps, pages, namer, nname)
+    del seq
+    free_pages()  # (the bulk naming's temporaries: given back, not kept for reuse)
+    # Edges of kept nodes to kept nodes, typed in chunks, once: their counts
+    # are written before them. Their names go to a table of their own first,
+    # whose strings are added to the file's as each chunk is written, in the
+    # order typing them there would add them.
     fe = g.first_edge
-    counts = np.zeros(g.nodes, dtype=np.int32)
-    edge_chunks: list[tuple[int, int]] = []  # node ranges
+    edge_chunks: list[tuple[int, int, int]] = []  # node ranges, edge_strings' size after
     nonessential, hole = _nonessential(np, prog, g, maps)
-    codes = MapCodes.of(maps)
-    dropped: dict[int, Any] = {}  # per chunk: its slot edges V8 leaves out
-    for a in range(1, g.nodes, CHUNK):
-        b = min(a + CHUNK, g.nodes)
-        check_interrupted()
-        lo, hi = int(fe[a]), int(fe[b])
-        src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
-        ok = keep[src] & keep[g.edge_to[lo:hi]]
-        drop = _left_out(np, prog, g, src, lo, hi, maps, is_js, strings, nonessential, codes)
-        if drop is not None:
-            dropped[a] = drop.astype(np.int32)  # (a piece has fewer than 2**31 edges)
-            ok[drop] = False
-        counts[a:b] = np.bincount(src[ok] - a, minlength=b - a)
-        edge_chunks.append((a, b))
     first_obj = 5 + 2 * len(g.root_names)
-    self_sizes = snapshot_sizes(prog, g, maps)
 
     def ids(sel):
         """V8-style odd ids of graph nodes > 0: the groups 5, 7, ..., the objects after."""
@@ -620,24 +795,97 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         return np.where(sel < g.first_object, 3 + 2 * sel,
                         first_obj + 2 * (sel - g.first_object))
 
+    eph = _Ephemerons(np, g, keep, nname, ids, strings)
+    # The nodes' types and names wait in a temporary file until the nodes are
+    # written: not held while the edges are made and typed.
+    node_cols = _Spilled(spill_dir)
+    node_cols.put(ntype, nname)
+    del ntype, nname
+    # V8's edges that are no slot, before the slots' (whose typed chunks are
+    # then not held while these are made); the file's strings are added in
+    # the same order (the slots' names go to a table of their own).
     xe = extra_edges(prog, g, keep, maps, is_js, strings, skip=hole)
     # Their nodes in 32 bits where the graph's fit (`ix`), as the rows are.
-    xe = Extra(xe.src.astype(ix), xe.kinds, xe.names, xe.to.astype(ix), xe.globals, xe.notes)
-    eph = _Ephemerons(np, g, keep, nname, ids, strings)
-    xe = _merged(np, xe, eph.table, np.full(len(eph.table), gmod.E_INTERNAL, np.uint8),
-                 eph.table_names, eph.value)
+    # (A view where they are 32 bits already: no copy.)
+    same = xe.src.dtype.itemsize == np.dtype(ix).itemsize
+    xe = Extra(xe.src.view(ix) if same else xe.src.astype(ix), xe.kinds, xe.names,
+               xe.to.view(ix) if same else xe.to.astype(ix), xe.globals, xe.notes)
+    xe = _inserted(np, xe, eph.table, np.full(len(eph.table), gmod.E_INTERNAL, np.uint8),
+                   eph.table_names(strings), eph.value)
     # ArrayBuffers' backing stores: native nodes after the objects, their
     # graph index g.nodes + k.
-    bd = buffer_data(prog, g, keep, maps)
+    bd = buffer_data(prog, g, keep, maps, codes.maps)
     native = len(bd.stores)
     row_of = np.concatenate([row_of, rows + np.arange(native, dtype=ix)])
     if len(bd.src):
-        xe = _with_buffers(np, xe, bd.src, g.nodes + bd.data, strings.add("backing_store"))
+        xe = _inserted(np, xe, bd.src, np.full(len(bd.src), gmod.E_INTERNAL, np.uint8),
+                       np.full(len(bd.src), strings.add("backing_store"), np.uint32),
+                       g.nodes + bd.data)
+    free_pages()
+    # V8's edges that are no slot: counted now, then put aside a chunk of
+    # nodes at a time (as the slots' typed edges are) until written.
+    counts = np.zeros(g.nodes, dtype=np.int32)
     xs, xn = np.unique(xe.src, return_counts=True)
-    counts[xs] += xn.astype(np.int32)
+    counts[xs] = xn.astype(np.int32)
     del xs, xn
+    extra_chunks = _Spilled(spill_dir)
+    ranges = _node_ranges(np, fe, 1, g.nodes)
+    for a, b in ranges:
+        xa, xb = (int(x) for x in np.searchsorted(xe.src, [a, b]))
+        extra_chunks.put(xe.src[xa:xb], xe.kinds[xa:xb], xe.names[xa:xb], xe.to[xa:xb])
+    globals_, notes = xe.globals, list(g.root_notes) + xe.notes
+    del xe
+    free_pages()
+    edge_strings = StringTable()
+    root_nodes, root_ids = _root_names(np, prog, g, edge_strings)
+    if not len(root_nodes):
+        notes.append("the names of V8's roots were not read (no RootsTable::root_names_ "
+                     "symbol in the binary, or no roots table found): the GC sub-roots' "
+                     "edges to its objects are numbered, not named as V8's")
+    # Per chunk, put aside until the nodes are written: the kept edges' kinds,
+    # names and the rows they lead to, which of its edges are kept (bits);
+    # edge_strings' size after it is in edge_chunks.
+    typed_chunks = _Spilled(spill_dir)
+    typed = src = ok = drop = None
+    for a, b in ranges:
+        check_interrupted()
+        lo, hi = int(fe[a]), int(fe[b])
+        src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
+        ok = keep[src] & keep[g.edge_to[lo:hi]]
+        typed = _typed(np, prog, g, src, lo, hi, maps, is_js, edge_strings, codes)
+        drop = _left_out(np, g, src, lo, hi, typed.kinds, nonessential)
+        if drop is not None:
+            ok[drop] = False
+        if a < g.first_object:
+            # A sub-root's edges are numbered among those written (V8 draws
+            # no edge to a string its GC cleared from a weak table).
+            sub = np.flatnonzero(ok & (src < g.first_object))
+            firsts = np.searchsorted(src[sub], src[sub], side="left")
+            typed.names[sub] = edge_strings.add_numbers(np.arange(len(sub)) - firsts + 1)
+            # Edges to the roots table's objects by the root's name, as V8's.
+            if len(root_nodes):
+                to = g.edge_to[lo:hi][sub].astype(np.int64)
+                at = np.minimum(np.searchsorted(root_nodes, to), len(root_nodes) - 1)
+                hit = root_nodes[at] == to
+                typed.names[sub[hit]] = root_ids[at[hit]]
+        eph.name_key_edges(lo, hi, typed, edge_strings)
+        counts[a:b] += np.bincount(src[ok] - a, minlength=b - a).astype(np.int32)
+        typed_chunks.put(typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]],
+                         np.packbits(ok))
+        edge_chunks.append((a, b, len(edge_strings.items)))
+    # What only the typing and V8's extra edges needed, let go before the nodes:
+    # the graph's edges too, all typed and put aside now (the graph is built
+    # again by a later command that needs it), and the edge names' lookups.
+    del typed, src, ok, drop
+    gmod.let_go_edges(prog, g)
+    edge_strings.drop_lookups()
+    self_sizes = snapshot_sizes(prog, g, maps, codes.maps)
+    del maps, codes, nonessential, hole
+    ntype, nname = node_cols.take(np), node_cols.take(np)
+    node_cols.close()
+    free_pages()
     # Node 0's edges are written apart (to (GC roots) and the globals).
-    total_edges = 1 + len(xe.globals) + len(g.root_names) + \
+    total_edges = 1 + len(globals_) + len(g.root_names) + \
         int(counts.sum(where=keep, dtype=np.int64)) - int(counts[0])
     # Header.
     k = len(fields)
@@ -645,7 +893,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             "trace_function_count": 0, **extra}
     written = 0
 
-    def emit_raw(b: bytes) -> None:
+    def emit_raw(b: bytes | memoryview) -> None:
         nonlocal written
         out.write(b)
         written += len(b)
@@ -656,7 +904,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     emit('{"snapshot":' + json.dumps(head, separators=(",", ":")) + ",\n\"nodes\":[")
     trace = "trace_node_id" in fields
     # The root: one edge, to (GC roots); (GC roots): one edge per group.
-    cols = [synth, nname[0], 1, 0, 1 + len(xe.globals)] + ([0] if trace else []) + [0]
+    cols = [synth, nname[0], 1, 0, 1 + len(globals_)] + ([0] if trace else []) + [0]
     cols2 = [synth, gc_roots, 3, 0, len(g.root_names)] + ([0] if trace else []) + [0]
     emit(",".join(map(str, cols + cols2)))
     for a in range(1, g.nodes, CHUNK):
@@ -684,36 +932,43 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     E_EL = 1
     first = [E_EL, 1, 1 * k]
     # The root's shortcuts to the global objects, as V8 makes them.
-    for n, i in enumerate(xe.globals):
+    for n, i in enumerate(globals_):
         first += [gmod.E_SHORTCUT, strings.add(str(n + 2)), int(row_of[i]) * k]
     # (GC roots) -> each group.
     for i in range(len(g.root_names)):
         first += [E_EL, i + 1, (2 + i) * k]
     emit(",".join(map(str, first)))
-    for a, b in edge_chunks:
+    remap = np.zeros(len(edge_strings.items), dtype=np.uint32)  # edge_strings -> strings
+    done = 0
+    for a, b, upto in edge_chunks:
         check_interrupted()
         lo, hi = int(fe[a]), int(fe[b])
         src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
-        ok = keep[src] & keep[g.edge_to[lo:hi]]
-        if a in dropped:
-            ok[dropped[a]] = False
-        typed = type_edges(prog, g, src, lo, hi, maps, is_js, strings, codes=codes)
-        eph.name_key_edges(lo, hi, typed)
-        block = [typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]].astype(np.int64) * k]
-        xa, xb = np.searchsorted(xe.src, [a, b])
-        if xb > xa:
+        kinds, names, to, bits = (typed_chunks.take(np) for _ in range(4))
+        ok = np.unpackbits(bits, count=hi - lo).view(bool)
+        remap[done:upto] = strings.add_from(edge_strings, done, upto)
+        done = upto
+        named = (kinds != gmod.E_ELEMENT) & (kinds != gmod.E_HIDDEN)  # (else a number)
+        names[named] = remap[names[named]]
+        block = [kinds, names, to.astype(np.int64) * k]
+        del to
+        xsrc, xkinds, xnames, xto = (extra_chunks.take(np) for _ in range(4))
+        if len(xsrc):
             # V8's edges that are no slot, merged in by source.
-            more = [xe.kinds[xa:xb], xe.names[xa:xb], row_of[xe.to[xa:xb]].astype(np.int64) * k]
-            order = np.argsort(np.concatenate([src[ok], xe.src[xa:xb]]), kind="stable")
+            more = [xkinds, xnames, row_of[xto].astype(np.int64) * k]
+            order = np.argsort(np.concatenate([src[ok], xsrc]), kind="stable")
             block = [np.concatenate([x, y])[order] for x, y in zip(block, more)]
         for piece in _decimal_parts(np, block):
             emit_raw(b",")
             emit_raw(piece)
         if progress is not None:
             progress.update(g.nodes + b, 2 * g.nodes)
-    notes = list(g.root_notes) + xe.notes
+    typed_chunks.close()
+    extra_chunks.close()
     # What the strings need no more is freed before they are written.
-    del maps, codes, dropped, counts, ntype, nname, is_js, xe, eph, keep, seen
+    del counts, edge_strings, remap, ntype, nname, is_js, eph, keep
+    strings.drop_lookups()
+    free_pages()
     emit("],\n\"trace_function_infos\":[],\n\"trace_tree\":[],\n\"samples\":[],"
          "\n\"locations\":[")
     if loc_parts:
@@ -732,6 +987,9 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             check_interrupted()
             if isinstance(part, list):
                 emit(sep + json.dumps(part[a:a + CHUNK], separators=(",\n", ":"))[1:-1])
+            elif isinstance(part, Bulk):
+                emit(sep + json.dumps(part.texts(a, min(a + CHUNK, len(part))),
+                                      separators=(",\n", ":"))[1:-1])
             else:
                 emit_raw(sep.encode() + _quoted(np, part[a:a + CHUNK]))
             sep = ",\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import json
 import os
 import shlex
@@ -213,6 +214,14 @@ class Session:
         finally:
             errors.DEBUG = False
 
+    @staticmethod
+    def _internal(name: str, e: BaseException, want_json: bool, debug: bool) -> tuple[str, bool]:
+        """A bug of v8dbg's: one line (the traceback with --debug)."""
+        msg = f"internal error in {name}: {type(e).__name__}: {e}"
+        if debug:
+            msg += "\n" + traceback.format_exc()
+        return _error(msg, want_json), False
+
     def _run(self, cmd: Command, name: str, argv: list[str], want_json: bool,
              debug: bool) -> tuple[str, bool]:
         try:
@@ -235,11 +244,16 @@ class Session:
             return _error("interrupted", want_json), False
         except RecursionError:
             return _error("the data is nested too deeply to decode", want_json), False
+        except (MemoryError, OSError) as e:
+            if isinstance(e, OSError) and e.errno != errno.ENOMEM:
+                return self._internal(name, e, want_json, debug)
+            # (What it holds is let go with the exception: the session lives on.)
+            return _error(f"{name}: out of memory: this process could not take the memory "
+                          f"it needed ({e or 'no detail'}); the heap commands' graph takes "
+                          "some 60 bytes an object and 20 a reference at its peak", want_json), \
+                False
         except Exception as e:  # last line of defence: never a traceback in the debugger
-            msg = f"internal error in {name}: {type(e).__name__}: {e}"
-            if debug:
-                msg += "\n" + traceback.format_exc()
-            return _error(msg, want_json), False
+            return self._internal(name, e, want_json, debug)
         if want_json:
             return json.dumps(res.data, separators=(", ", ": "), ensure_ascii=False), True
         return printable(res.text), True

@@ -47,13 +47,22 @@ def _where(prog: Program, iso: Isolate) -> str:
     return f"in {iso.describe()}{more}"
 
 
-def _census(prog: Program, heap: int) -> census.Census:
-    """The isolate's census, with a progress line while it is taken."""
-    c = prog.heap_state.census.get(heap)
+def _census(prog: Program, heap: int, with_graph: bool = False) -> census.Census:
+    """The isolate's census, with a progress line while it is taken. With
+    with_graph, for the commands that need the heap's graph too: the graph
+    built now, its nodes from the census's own walk of the pages (one walk
+    for both); the census alone where the graph cannot be built here."""
+    st = prog.heap_state
+    c = st.census.get(heap)
     if c is not None:
         return c
     line = Progress("scanning the heap")
     try:
+        if with_graph and heap not in st.graphs and graph.can_build():
+            try:
+                graph.build(prog, heap, line)
+            except graph.GraphTooBig:
+                pass  # (the census alone, walked again; the commands say why)
         return census.of(prog, heap, line)
     finally:
         line.done()
@@ -79,7 +88,7 @@ def _graph(prog: Program, heap: int) -> None:
         return
     line = Progress("following references from the GC roots")
     try:
-        graph.reach(graph.build(prog, heap, line))
+        graph.reached(graph.build(prog, heap, line))
     finally:
         line.done()
 
@@ -192,7 +201,7 @@ def _findjsobjects(p: argparse.ArgumentParser):
         prog = sess.program()
         t0 = time.monotonic()
         iso = _pick(prog, args)
-        c = _census(prog, iso.heap)
+        c = _census(prog, iso.heap, with_graph=True)
         reach = _reachable(prog, iso.heap)
         rows = pick_rows(prog, iso.heap, args)
         want_retained = args.retained or args.sort == "retained"
@@ -230,8 +239,8 @@ def _findjsobjects(p: argparse.ArgumentParser):
             lines.append(f"{data['proxies']} proxies besides (JSProxy objects, which V8's "
                          "heap snapshot files apart from objects too)")
         if reach.unreachable is None:
-            lines.append("garbage not told apart (the heap graph needs NumPy): objects no GC "
-                         "root reaches any more are counted too")
+            lines.append(f"garbage not told apart ({reach.why}): objects no GC root reaches "
+                         "any more are counted too")
         elif reach.unreachable:
             lines.append(f"{reach.unreachable} objects besides that no GC root reaches any more "
                          "(garbage the next GC frees), not counted")
@@ -264,7 +273,7 @@ def _findjsinstances(p: argparse.ArgumentParser):
             raise ArgumentError("findjsinstances: -n takes a number of addresses >= 0")
         prog = sess.program()
         iso = _pick(prog, args)
-        _census(prog, iso.heap)
+        _census(prog, iso.heap, with_graph=True)
         found = instances(prog, iso.heap, args.name)
         shown = list(found if args.n is None else found[:args.n])
         data = {"constructor": args.name, "count": len(found),
@@ -361,7 +370,7 @@ def _jsretainers(p: argparse.ArgumentParser):
         prog = sess.program()
         _check_object(prog, target)
         iso = _pick(prog, args, target)
-        _census(prog, iso.heap)
+        _census(prog, iso.heap, with_graph=True)
         line = Progress("following references from the GC roots")
         try:
             r = retainers(prog, iso.heap, target, args.n, line)
@@ -416,7 +425,7 @@ def _jsheapsnapshot(p: argparse.ArgumentParser):
     def run(sess: Session, args: argparse.Namespace) -> Result:
         prog = sess.program()
         iso = _pick(prog, args)
-        _census(prog, iso.heap)
+        _census(prog, iso.heap, with_graph=True)
         _graph(prog, iso.heap)
         line = Progress("writing the heap snapshot")
         to_stdout = args.output == "-"
@@ -439,7 +448,8 @@ def _jsheapsnapshot(p: argparse.ArgumentParser):
                 except OSError as e:
                     raise V8DbgError(f"-o {args.output}: {e.strerror}") from None
                 with fh:
-                    w = snapshot.write(prog, iso.heap, fh, args.include_unreachable, line)
+                    w = snapshot.write(prog, iso.heap, fh, args.include_unreachable, line,
+                                       spill_dir=os.path.dirname(path))
                 os.replace(tmp, path)
                 tmp = None
         finally:

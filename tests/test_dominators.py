@@ -119,6 +119,42 @@ def test_steps_in_bounded_pieces(monkeypatch):
     assert len(snap.ids) > 50_000
 
 
+@pytest.mark.parametrize("deep", [False, True], ids=["numpy", "deep"])
+def test_pieces_of_nodes_give_the_same_tree(deep, monkeypatch):
+    """The essential edges, the tree's edge pairs, the sets' members and their
+    meets are made a piece of nodes or edges at a time: pieces of a hundred
+    edges (a node's edges split between two, the root's edges to the globals
+    among its own) give what one piece gives, with globals, a mask of live
+    nodes and set_retained too (a real heap: node 24's mixed one)."""
+    snap = heapsnapshot.read(mixed_snapshot("24.21.0"))
+    n = len(snap.ids)
+    rng = np.random.default_rng(19)
+    sizes = rng.integers(1, 1000, n).astype(np.uint64)
+    live = rng.random(n) > 0.01
+    live[0] = True
+    glob = np.sort(rng.choice(np.arange(1, n), 5, replace=False))
+    members, group = rng.integers(0, n, 5000), rng.integers(0, 40, 5000)
+    if deep:
+        monkeypatch.setattr(D, "MAX_LEVELS", 1)
+
+    def run():
+        ess = D.essential_edges(snap.first_edge, snap.edge_to, snap.edge_type, 0, None, glob,
+                                live)
+        t = D.dominator_tree(snap.first_edge, snap.edge_to, ess, sizes, 0, glob)
+        return ess, t, D.set_retained(t, members, group)
+
+    ess, whole, sets = run()
+    monkeypatch.setattr(D, "PIECE_EDGES", 101)
+    monkeypatch.setattr(D, "STEP_EDGES", 300)
+    assert len(list(D.node_pieces(snap.first_edge))) > 1000
+    ess2, pieces, sets2 = run()
+    assert (ess == ess2).all() and (~ess).any() and ess.any()
+    for f in ("idom", "retained", "order", "tin", "subtree"):
+        assert (getattr(pieces, f) == getattr(whole, f)).all(), f
+    assert (sets == sets2).all() and sets.sum() > 0
+    assert whole.hung_from_root == pieces.hung_from_root
+
+
 def test_a_long_chain_either_way(monkeypatch):
     """A linked list 20,000 long (each link also held back by the next, all of
     them holding one shared node): past MAX_LEVELS levels the tree is made the
@@ -139,3 +175,65 @@ def test_a_long_chain_either_way(monkeypatch):
         assert t.retained[2] == n - 2 and t.retained[0] == n
         trees.append(t)
     assert (trees[0].subtree == trees[1].subtree).all()
+
+
+def _brute_idom(n: int, edges: list[tuple[int, int]]) -> list[int]:
+    """Immediate dominators by the definition: d dominates v when v is out of
+    the root's reach once d is gone; the immediate one is the dominator that
+    every other dominator of v dominates (the root's own is the root)."""
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:
+        succ[a].append(b)
+
+    def reached(without: int) -> set[int]:
+        seen, todo = {0}, [0]
+        while todo:
+            for w in succ[todo.pop()]:
+                if w != without and w not in seen:
+                    seen.add(w)
+                    todo.append(w)
+        return seen
+
+    everything = reached(-1)
+    assert len(everything) == n
+    doms = {v: {0, v} for v in range(n)}
+    for d in range(1, n):
+        for v in everything - reached(d):
+            doms[v].add(d)
+    idom = [0] * n
+    for v in range(1, n):
+        strict = doms[v] - {v}
+        idom[v] = next(d for d in strict if strict <= doms[d])
+    return idom
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["numpy", "deep"])
+def test_random_graphs_against_the_definition(deep, monkeypatch):
+    """Small random graphs with cycles, loops, repeated edges and nodes of many
+    predecessors (meets of sets that move over several passes): every immediate
+    dominator as the definition gives it, and retained sizes as its sums."""
+    if deep:
+        monkeypatch.setattr(D, "MAX_LEVELS", 1)
+    rng = np.random.default_rng(18)
+    P = D.EDGE_PROPERTY
+    passes = 0
+    for _ in range(300):
+        n = int(rng.integers(4, 40))
+        m = int(rng.integers(n, 4 * n))
+        # Every node reached: each hangs from one before it in a random order.
+        at = [0] + (rng.permutation(n - 1) + 1).tolist()
+        edges = [(at[int(rng.integers(0, k))], at[k]) for k in range(1, n)]
+        edges += [(int(a), int(b)) for a, b in zip(rng.integers(0, n, m), rng.integers(1, n, m))]
+        hub = int(rng.integers(1, n))  # a node many others point at, as at a map
+        edges += [(int(a), hub) for a in rng.integers(0, n, n // 2)]
+        first, to, typ = _graph(n, [(a, b, P) for a, b in edges])
+        sizes = rng.integers(1, 1000, n).astype(np.uint64)
+        t = D.retained_sizes(first, to, typ, sizes)
+        want = _brute_idom(n, [(a, b) for a, b in edges if a != b])
+        assert t.idom.tolist() == want, edges
+        ret = sizes.copy()
+        for v in sorted(range(1, n), key=lambda v: -int(np.flatnonzero(t.order == v)[0])):
+            ret[want[v]] += ret[v]
+        assert t.retained.tolist() == ret.tolist()
+        passes += 1
+    assert passes == 300

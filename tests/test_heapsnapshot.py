@@ -16,13 +16,12 @@ core). On each line, v8dbg's file of that core is compared with V8's:
   exact; all nodes within 1 % (the read-only space's objects are there, as
   in V8's file). Left out, and why: the embedder graph (`native` nodes and
   node's `Node / ...` ones: C++ memory, not V8's heap), and the objects of
-  the root lists v8dbg reads only conservatively. Edges: 95-100 % of V8's
-  in all, `property`, `context` and `weak` ones each within 5 % of V8's
-  (V8 names some slots `internal` where v8dbg's are `hidden`, machine
-  code's and bytecode's fields: the kinds of the rest differ, their
-  number does not);
+  the root lists v8dbg reads only conservatively. Edges: 95-103 % of V8's
+  in all, `property` ones within 1 %, `hidden` ones within 3 %, `context`
+  and `weak` ones within 5 % of V8's;
 - `property` edges: out-of-object, descriptor and dictionary properties,
-  `__proto__`, as V8's (the leak's objects exactly);
+  `__proto__`, as V8's (the leak's objects exactly); a function's
+  `prototype` and `initial_map` edges exactly as V8's;
 - WeakMap values (weakmap_values.js): held by their keys, V8's two
   ephemeron edges each, retained sizes as V8's file gives them;
 - (GC roots)' sub-roots V8's own, by name and in its order, and no
@@ -33,8 +32,11 @@ core). On each line, v8dbg's file of that core is compared with V8's:
 - `system / JSArrayBufferData` nodes (sizes and `backing_store` edges)
   as V8's, but for the buffers only the call writing V8's file held;
 - internal objects' fields (a Map's, a SharedFunctionInfo's, a Script's,
-  cells', a DescriptorArray's descriptors by index...) and the native
-  context's slots named as V8 names them, as many as in V8's file;
+  cells', a DescriptorArray's descriptors by index...), machine code's
+  (a Code object's by its kind, an InstructionStream's), a context's
+  `extension` and the native context's slots named as V8 names them, as
+  many as in V8's file (the native context's also on the TypeScript core,
+  where a real program fills slots the leak's core leaves empty);
 - context variables named (`context` edges) as V8 names them; WeakRefs'
   and WeakCells' targets `weak` edges named `target`, a WeakMap's and a
   WeakSet's keys `weak` edges of their table, as V8's;
@@ -76,7 +78,7 @@ import numpy as np
 import pytest
 
 import heapsnapshot
-from support import GDB, LLDB, ROOT, VERSIONS, make_core, node_binary, run
+from support import GDB, LLDB, ROOT, VERSIONS, json_line, make_core, node_binary, run
 
 LEAK_N = 3000
 NAMES = ("Session", "Record", "SessionCache")
@@ -130,6 +132,8 @@ def test_meta_and_sections(version):
     assert snap.type(0) == "synthetic" and snap.name(1) == "(GC roots)"
     assert int(snap.ids[0]) == 1 and int(snap.ids[1]) == 3
     assert (snap.ids % 2 == 1).all() and len(np.unique(snap.ids)) == len(snap.ids)
+    # Each string once, as V8 writes its table (names found by hash included).
+    assert len(set(snap.strings)) == len(snap.strings)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -141,11 +145,48 @@ def test_gc_sub_roots_as_v8(version):
     names = heapsnapshot.sub_roots(written(version)[0])
     v8 = heapsnapshot.sub_roots(v8_file(version))
     assert names == v8, (names, v8)
+    table = "(Strong root list)" if "(Strong root list)" in names else "(Strong roots)"
     held: dict[str, int] = {}
     for n, j in zip(names, mine.edge_to[mine.first_edge[1]:mine.first_edge[2]].tolist()):
         # Before 12.4 V8 names both its strong root lists so: the roots table first.
         held.setdefault(n, int(mine.first_edge[j + 1] - mine.first_edge[j]))
-    table = "(Strong root list)" if "(Strong root list)" in names else "(Strong roots)"
+    # Each sub-root's edges as V8's (SetGcSubrootReference): strong ones
+    # internal, weak ones weak, one a slot in the list's order, each named by
+    # its place among the sub-root's edges from 1, or, to an object of the
+    # roots table, by the root's name ("undefined_value", from the binary's
+    # RootsTable::root_names_).
+    theirs = heapsnapshot.read(v8_file(version))
+    named: dict[str, list] = {}
+    for snap in (mine, theirs):
+        kinds = {snap.edge_types.index(k) for k in ("internal", "weak")}
+        for j in snap.edge_to[snap.first_edge[1]:snap.first_edge[2]].tolist():
+            lo, hi = int(snap.first_edge[j]), int(snap.first_edge[j + 1])
+            assert set(snap.edge_type[lo:hi].tolist()) <= kinds, (snap.name(j), version)
+            places = [(e - lo + 1, snap.strings[int(snap.edge_name[e])].split(" /")[0])
+                      for e in range(lo, hi)]
+            assert all(str(k) == t for k, t in places if t[:1].isdigit()), (snap.name(j), places)
+            # (Before 12.4 two lists are "(Strong roots)": the roots table first.)
+            named.setdefault(snap.name(j), [[], []])
+            if snap is mine and not named[snap.name(j)][0] or \
+                    snap is theirs and not named[snap.name(j)][1]:
+                named[snap.name(j)][0 if snap is mine else 1] = [t for _k, t in places]
+    # The lists read slot by slot: named as V8's file names them, edge for edge.
+    for n in (table, "(Compilation cache)", "(Extensions)", "(Eternal handles)",
+              "(Startup object cache)", "(Shareable object cache)"):
+        assert named[n][0] == named[n][1], (n, version)
+    # The read-only roots: V8's, in its order, but for at most one whose
+    # object v8dbg's file names by another root, and on 26 V8's holes, which
+    # V8 14 keeps each at the end of a page of its own, outside the
+    # read-only pages v8dbg walks (no nodes of its graph).
+    ro_mine, ro_v8 = named["(Read-only roots)"]
+    missing = set(ro_v8) - set(ro_mine)
+    holes = {"the_hole_value", "property_cell_hole_value", "hash_table_hole_value",
+             "promise_hole_value", "uninitialized_value", "arguments_marker",
+             "termination_exception", "exception", "optimized_out", "stale_register",
+             "self_reference_marker", "basic_block_counters_marker"}
+    assert ro_mine == [t for t in ro_v8 if t not in missing], version
+    assert len(missing - holes) <= 1 and (version.startswith("26.") or not missing & holes), \
+        (version, sorted(missing))
     for n in (table, "(Builtins)", "(Stack roots)", "(Global handles)", "(Eternal handles)",
               "(Startup object cache)", "(Shareable object cache)", "(Compilation cache)",
               "(Extensions)", "(Internalized strings)", "(External strings)"):
@@ -225,8 +266,11 @@ def test_counts_per_type(version):
     assert 0.95 * len(theirs.edge_to) <= len(mine.edge_to) <= 1.03 * len(theirs.edge_to), \
         (len(mine.edge_to), len(theirs.edge_to))
     per = lambda s, t: int((s.edge_type == s.edge_types.index(t)).sum())  # noqa: E731
-    for t in ("property", "context", "weak"):
-        assert abs(per(mine, t) - per(theirs, t)) <= 0.05 * per(theirs, t), \
+    # Property edges within 1 % (functions' `prototype` edges were 1-2 %
+    # short), hidden ones within 3 % (machine code's and bytecode's named
+    # fields were 18-19 % off on 22-26), context and weak ones within 5 %.
+    for t, within in (("property", 0.01), ("hidden", 0.03), ("context", 0.05), ("weak", 0.05)):
+        assert abs(per(mine, t) - per(theirs, t)) <= within * per(theirs, t), \
             (t, per(mine, t), per(theirs, t))
     # Every edge type v8dbg writes is one V8 writes, with a name of the right kind.
     weak = mine.edge_types.index("weak")
@@ -356,6 +400,34 @@ def test_property_edges(version):
         (sum(mine.values()), sum(theirs.values()))
 
 
+def _symbol_keys(snap: heapsnapshot.Snapshot) -> Counter:
+    """The names of the `property` edges whose key is a symbol or a class's
+    private name, as V8 spells them (`<symbol DESC>`, `<symbol>`, `#x`)."""
+    # (Edges to a heap number apart: V8 draws fewer of them, whatever the key.)
+    sel = np.flatnonzero((snap.edge_type == snap.edge_types.index("property"))
+                         & (snap.types[snap.edge_to] != snap.node_types.index("number")))
+    names = (snap.strings[int(snap.edge_name[e])] for e in sel.tolist())
+    return Counter(n for n in names if n.startswith(("<symbol", "#")))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_symbol_keys(version):
+    """Symbol-keyed properties named as V8 names them: `<symbol DESC>` (a
+    symbol's accessors by the symbol alone, no `get `), `<symbol>` without a
+    description, a private name by itself (`#weak`), per name as many as
+    V8's file has. Apart: an ArrayBuffer's `node:untransferableObject`
+    (V8 draws no property edge of an ArrayBuffer) and one `<symbol>`."""
+    mine = _symbol_keys(heapsnapshot.read(written(version)[0]))
+    theirs = _symbol_keys(heapsnapshot.read(v8_file(version)))
+    assert len(theirs) > 5, theirs
+    apart = ("<symbol node:untransferableObject>", "<symbol>")
+    diff = {k: (mine[k], theirs[k]) for k in set(mine) | set(theirs)
+            if mine[k] != theirs[k] and k not in apart}
+    assert not diff, diff
+    assert abs(mine["<symbol>"] - theirs["<symbol>"]) <= 1, (mine["<symbol>"], theirs["<symbol>"])
+    assert mine["<symbol node:untransferableObject>"] <= 2
+
+
 def _locations(path: Path) -> Counter:
     """(node type, node name, script id, line, column) of each of the file's locations."""
     doc = json.loads(path.read_text())
@@ -454,6 +526,34 @@ def test_context_variables(version):
         assert abs(ai[name] - bi[name]) <= 0.02 * bi[name], (name, ai[name], bi[name])
 
 
+def _context_extensions(snap: heapsnapshot.Snapshot) -> Counter:
+    """(source type, target type, target name) of the `internal` edges named
+    `extension` from contexts other than the native context."""
+    src = np.repeat(np.arange(len(snap.ids)), np.diff(snap.first_edge))
+    out: Counter = Counter()
+    if "extension" not in snap.strings:
+        return out
+    at = np.flatnonzero((snap.edge_type == snap.edge_types.index("internal"))
+                        & (snap.edge_name == snap.strings.index("extension")))
+    for e in at.tolist():
+        i, t = int(src[e]), int(snap.edge_to[e])
+        if snap.name(i).startswith("system / Context"):
+            out[(snap.type(i), snap.type(t), snap.name(t))] += 1
+    return out
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_context_extensions(version):
+    """A context other than the native context that has an extension (its
+    ScopeInfo gives it the slot, and it holds something) has V8's `internal`
+    edge `extension` to it, as many as in V8's file: on 22 and 24 the
+    leak's script context. (Before: a numbered `hidden` edge.)"""
+    mine = _context_extensions(heapsnapshot.read(written(version)[0]))
+    theirs = _context_extensions(heapsnapshot.read(v8_file(version)))
+    assert mine == theirs, (mine, theirs)
+    assert sum(theirs.values()) >= (1 if version.split(".")[0] in ("22", "24") else 0)
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_js_object_fields(version):
     """The fields of JS objects V8 names are `internal` edges so named, as
@@ -465,6 +565,38 @@ def test_js_object_fields(version):
     for name in ("properties", "shared", "context", "feedback_cell", "bindings", "bound_this",
                  "bound_function", "buffer"):
         assert abs(a[name] - b[name]) <= max(2, 0.02 * b[name]), (name, a[name], b[name])
+
+
+def _function_prototype_edges(snap: heapsnapshot.Snapshot) -> Counter:
+    """(edge type, edge name, target type) of closures' edges named for their
+    prototype slot: `prototype`, `initial_map`, or the slot's own name."""
+    src = np.repeat(np.arange(len(snap.ids)), np.diff(snap.first_edge))
+    closure = snap.node_types.index("closure")
+    named = [snap.edge_types.index(t) for t in ("property", "internal")]
+    out: Counter = Counter()
+    for e in np.flatnonzero((snap.types[src] == closure) & np.isin(snap.edge_type, named)).tolist():
+        name = snap.strings[int(snap.edge_name[e])]
+        if name in ("prototype", "initial_map", "prototype_or_initial_map"):
+            kind = snap.edge_types[int(snap.edge_type[e])]
+            out[(kind, name, snap.type(int(snap.edge_to[e])))] += 1
+    return out
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_function_prototype_edges(version):
+    """A function with a prototype slot has V8's `prototype` property edge:
+    to the object its slot holds, or, where the slot holds the initial map,
+    to that map's prototype besides an `internal` edge `initial_map`; the
+    same edges as V8's file, exactly. (Before, on every line: no function's
+    `prototype` edge, 233-586 of V8's; the slot holding the prototype an
+    `internal` edge `prototype_or_initial_map`, a class constructor's
+    initial map a numbered `hidden` edge, 31-37 `initial_map` short.)"""
+    mine = _function_prototype_edges(heapsnapshot.read(written(version)[0]))
+    theirs = _function_prototype_edges(heapsnapshot.read(v8_file(version)))
+    assert mine == theirs, (mine, theirs)
+    assert theirs[("internal", "initial_map", "object shape" if version >= "20" else "hidden")] \
+        > 100
+    assert theirs[("property", "prototype", "object")] > 200
 
 
 # Internal objects' fields V8 names, on some line or other: a Map's, a
@@ -485,15 +617,18 @@ _NOT_V8 = ("instance_descriptors_offset", "instance_descriptors", "wasm_type_inf
            "header_size", "feedback_metadata", "raw_script", "class_name", "to_string")
 
 
-def _numbered_internal(snap: heapsnapshot.Snapshot) -> int:
+def _numbered_internal(snap: heapsnapshot.Snapshot, source: str = "") -> int:
     """Internal edges named by a number (a FixedArray's, a hash table's, a
-    DescriptorArray's slots), from heap objects (not the synthetic roots)."""
+    DescriptorArray's slots), from heap objects (not the synthetic roots);
+    from nodes named `source` alone if given."""
     internal = snap.edge_types.index("internal")
     src = np.repeat(np.arange(len(snap.ids)), np.diff(snap.first_edge))
     synthetic = snap.types == snap.node_types.index("synthetic")
     digits = np.array([s.isdigit() for s in snap.strings])
-    return int(((snap.edge_type == internal) & digits[snap.edge_name]
-                & ~synthetic[src]).sum())
+    sel = (snap.edge_type == internal) & digits[snap.edge_name] & ~synthetic[src]
+    if source:
+        sel &= snap.names[src] == snap.strings.index(source)
+    return int(sel.sum())
 
 
 def _native_context_edges(snap: heapsnapshot.Snapshot) -> dict[str, str]:
@@ -518,7 +653,8 @@ def test_internal_object_fields(version):
     `descriptors`, `back_pointer`, `constructor`, ..., a SharedFunctionInfo's
     `name_or_scope_info`, `script`, `trusted_function_data`, ... (each
     line's names), no metadata name V8 does not write; a DescriptorArray's
-    descriptors by index (all numbered internal edges within 4 %); the
+    descriptors by index, as many as V8's (all numbered internal edges
+    within 2 %); the
     native context's slots by V8's names (NATIVE_CONTEXT_FIELDS), the
     same set as V8's file, `object_function` the Object function."""
     mine = heapsnapshot.read(written(version)[0])
@@ -529,14 +665,63 @@ def test_internal_object_fields(version):
     assert not bad, bad
     assert sum(b[n] for n in _INTERNAL_FIELDS) > 10000
     assert not {n: a[n] for n in _NOT_V8 if a[n] > b[n]}
-    # Within 4 %: on 20 v8dbg's file lacks the read-only string `length`,
-    # the key of 524 descriptors (3.3 %); the other lines are within 0.1 %.
+    # A DescriptorArray's, exactly as many (on 20 the read-only `length`
+    # string, the key of 524 of them, was missing: swallowed by the
+    # object before it); all numbered ones within 2 % (18: 1.5 % fewer).
     numbered = (_numbered_internal(mine), _numbered_internal(theirs))
-    assert abs(numbered[0] - numbered[1]) <= 0.04 * numbered[1], numbered
+    assert abs(numbered[0] - numbered[1]) <= 0.02 * numbered[1], numbered
+    descriptors = (_numbered_internal(mine, "system / DescriptorArray"),
+                   _numbered_internal(theirs, "system / DescriptorArray"))
+    assert descriptors[0] == descriptors[1] > 1000, descriptors
     ours, v8 = _native_context_edges(mine), _native_context_edges(theirs)
     assert len(v8) > 200 and set(ours) == set(v8), (set(ours) ^ set(v8))
     assert ours["object_function"] == v8["object_function"] == "Object"
     assert ours["array_function"] == v8["array_function"] == "Array"
+
+
+# The fields of machine code and bytecode V8 names on some line or other
+# (ExtractCodeReferences, ExtractInstructionStreamReferences), and the
+# metadata's names of others, which V8's snapshot never writes.
+_CODE_FIELDS = ("relocation_info", "code", "instruction_stream", "interpreter_data",
+                "bytecode_offset_table", "deoptimization_data", "source_position_table")
+_CODE_NOT_V8 = ("constant_pool", "wrapper", "handler_table", "bytecode_or_interpreter_data")
+
+
+def _code_fields(snap: heapsnapshot.Snapshot) -> Counter:
+    """Per name of _CODE_FIELDS and _CODE_NOT_V8: the `internal` edges so
+    named from `code` nodes (Code, InstructionStream, BytecodeArray ...)."""
+    src = np.repeat(np.arange(len(snap.ids)), np.diff(snap.first_edge))
+    sel = (snap.types[src] == snap.node_types.index("code")) & \
+        (snap.edge_type == snap.edge_types.index("internal"))
+    out: Counter = Counter()
+    for n in snap.edge_name[sel].tolist():
+        if snap.strings[n] in _CODE_FIELDS + _CODE_NOT_V8:
+            out[snap.strings[n]] += 1
+    return out
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_code_fields(version):
+    """Machine code's and bytecode's fields named as V8 names them, as many as
+    in V8's file: a Code object's by its kind (baseline code's
+    `interpreter_data` and `bytecode_offset_table`, optimized code's
+    `deoptimization_data` and `source_position_table`; its
+    `relocation_info` before 12.4, its `instruction_stream` from 12.4 where
+    it has one), an InstructionStream's `code` and `relocation_info`, a
+    BytecodeArray's none. (Before: the metadata's names, `wrapper` and
+    `constant_pool` on some 2,000-4,900 objects a line, baseline code's
+    bytecode `deoptimization_data`; none of `relocation_info`,
+    `interpreter_data`, an InstructionStream's `code`.) On 24 the core has
+    one optimized Code object more than V8's file."""
+    mine = _code_fields(heapsnapshot.read(written(version)[0]))
+    theirs = _code_fields(heapsnapshot.read(v8_file(version)))
+    for n in _CODE_NOT_V8:
+        assert mine[n] == theirs[n] == 0, (n, mine, theirs)
+    for n in _CODE_FIELDS:
+        assert theirs[n] <= mine[n] <= theirs[n] + 1, (n, mine, theirs)
+    assert theirs["interpreter_data"] > 10 and theirs["relocation_info"] > 20, theirs
+    if version >= "22":
+        assert theirs["code"] == theirs["instruction_stream"] > 20, theirs
 
 
 def _weak_fields(snap: heapsnapshot.Snapshot) -> Counter:
@@ -745,6 +930,20 @@ def _retained_per_name(path: Path, names: list[str]) -> dict[str, int]:
     return {n: int(got[k]) for k, n in enumerate(names)}
 
 
+def _native_context_slots(snap: heapsnapshot.Snapshot) -> Counter:
+    """(edge type, name) of the native context's `internal` and `weak` edges,
+    and ("hidden", "") for each numbered one."""
+    i = next(j for j in range(len(snap.ids)) if snap.name(j).startswith("system / NativeContext"))
+    out: Counter = Counter()
+    for e in range(int(snap.first_edge[i]), int(snap.first_edge[i + 1])):
+        kind = snap.edge_types[int(snap.edge_type[e])]
+        if kind in ("internal", "weak"):
+            out[(kind, snap.strings[int(snap.edge_name[e])])] += 1
+        elif kind == "hidden":
+            out[(kind, "")] += 1
+    return out
+
+
 # The first, a middle and the last line, and 24 (whose code V8 keeps in its
 # dispatch table and trusted space, as 26's; the leak fixture's tests run on
 # every line; this one costs some 18-40 s a line, two DevTools runs).
@@ -755,9 +954,19 @@ def test_real_program(version):
     (census_tsc.js): `object` nodes per name equal to V8's file (but for
     what only the call writing V8's file held), and DevTools' retained sizes
     of the twelve most numerous constructors within 2 % of those it computes
-    from V8's file."""
+    from V8's file.
+
+    And the native context's slots the leak fixture's core leaves empty,
+    named as V8 names them where this program fills them:
+    `template_weakmap` (an `internal` edge, the slot before
+    `typed_array_function` on every line), on 18 the `optimized_code_list`
+    and `deoptimized_code_list` (`weak` edges): the same edges as V8's
+    file, none numbered. (Before: numbered `hidden` edges, strong.)"""
     mine_p, theirs_p = tsc(version)
     mine, theirs = heapsnapshot.read(mine_p), heapsnapshot.read(theirs_p)
+    ctx_a, ctx_b = _native_context_slots(mine), _native_context_slots(theirs)
+    assert ctx_a == ctx_b, (sorted((ctx_a - ctx_b).items()), sorted((ctx_b - ctx_a).items()))
+    assert ctx_b[("hidden", "")] == 0 and len(ctx_b) > 200
     a, b = _objects(mine), _objects(theirs)
     held = heapsnapshot.transient(theirs_p)
     diff = {n: (a[n], b[n]) for n in set(a) | set(b)
@@ -784,10 +993,42 @@ def test_debuggers_write_the_same_file(version, frontend):
     if shutil.which(GDB if frontend == "gdb" else LLDB) is None:
         pytest.skip(f"{frontend} missing")
     out = _TMP / version / f"{frontend}.heapsnapshot"
+    again = out.with_suffix(".again.heapsnapshot")
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = run(frontend, version, leak(version) / "core", [f"jsheapsnapshot -o {out}"])[0]
-    assert "wrote " in text, text
+    # The writer lets the heap's graph go: the next command that needs it,
+    # in the same session, builds it again and gets the same answers.
+    texts = run(frontend, version, leak(version) / "core",
+                [f"jsheapsnapshot -o {out}", "findjsobjects --retained --json",
+                 f"jsheapsnapshot -o {again}"])
+    assert "wrote " in texts[0], texts[0]
     assert out.read_bytes() == written(version)[0].read_bytes()
+    assert again.read_bytes() == out.read_bytes()
+    rows = json_line(texts[1], "findjsobjects")["groups"]
+    assert rows and any(r.get("retained", 0) > 0 for r in rows), texts[1][-2000:]
+
+
+def test_root_names_missing_are_said(tmp_path):
+    """With a stripped node binary (no RootsTable::root_names_ symbol), the
+    sub-roots' edges to the roots table's objects are numbered, and the
+    command says so, rather than writing the file quietly unlike V8's."""
+    from support import stripped_binary
+    version = "24.21.0"
+    out = tmp_path / "stripped.heapsnapshot"
+    p = subprocess.run([sys.executable, "-m", "v8dbg", "jsheapsnapshot", "-o", str(out),
+                        "--core", str(leak(version) / "core"),
+                        "--binary", str(stripped_binary(version))],
+                       capture_output=True, cwd=ROOT, timeout=600)
+    text = p.stdout.decode() + p.stderr.decode()
+    assert p.returncode == 0, text
+    assert "warning: the names of V8's roots were not read" in text, text
+    snap = heapsnapshot.read(out)
+    ro = [j for j in snap.edge_to[snap.first_edge[1]:snap.first_edge[2]].tolist()
+          if snap.name(j) == "(Read-only roots)"][0]
+    lo, hi = int(snap.first_edge[ro]), int(snap.first_edge[ro + 1])
+    assert hi > lo and all(snap.strings[int(snap.edge_name[e])] == str(e - lo + 1)
+                           for e in range(lo, hi))
+    # The pinned binary names them (test_gc_sub_roots_as_v8 checks them against V8's).
+    assert "root_names_" not in written(version)[1]
 
 
 def test_bad_output_paths():

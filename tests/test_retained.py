@@ -17,6 +17,9 @@ and 3000) on every pinned line:
   those Chrome DevTools' own snapshot worker computes from V8's snapshot of
   the same heap (per name: the DevTools retained sizes of that name's
   objects no other of them dominates, summed), on every line.
+- The objects a row's retained size is made of are exactly the row's (as
+  many as its count), dictionary-mode objects past the budget of those read
+  one by one too.
 """
 
 from __future__ import annotations
@@ -148,3 +151,28 @@ def test_baseline_bad_input():
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("v8dbg: --baseline: ") and says in lines[0], \
             p.stderr
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_members_are_the_rows_objects(version, monkeypatch):
+    """The objects whose retained sizes make a row's are the row's own: as many
+    as its count, each once, also for dictionary-mode maps past the budget of
+    objects whose keys are read one by one (made small here, so that it runs
+    out in node's own objects)."""
+    from support import node_binary
+    from v8dbg.heap import groups as G
+    from v8dbg.heap.isolates import choose
+    from v8dbg.inferior.corefile import CoreBackend
+    from v8dbg.program import Program
+    monkeypatch.setattr(G, "MAX_DICT_SHAPES", 3)
+    node = str(node_binary(version))
+    prog = Program(CoreBackend(str(leak(version, SMALL) / "core"), node), node)
+    heap = choose(prog, None, None).heap
+    rows = G.groups(prog, heap)
+    sh = prog.shapes
+    dict_rows = 0
+    for row in rows:
+        got = list(G.members(prog, heap, row))
+        assert len(got) == len(set(got)) == row.count, (row.constructor, row.properties)
+        dict_rows += any(sh.shape(m, got[0]).dictionary for m in row.maps)
+    assert dict_rows > 3  # dictionary-mode rows within the budget and past it

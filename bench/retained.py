@@ -42,15 +42,25 @@ class Session { constructor(id) { this.id = id; this.user = 'user-' + id; this.r
 globalThis.byId = new Map();
 globalThis.all = [];
 for (let i = 0; i < COUNT; i++) { const s = new Session(i); byId.set(i, s); all.push(s); }
+const hs = v8.getHeapStatistics();
 const t0 = process.hrtime.bigint();
 const c0 = process.cpuUsage();
 v8.writeHeapSnapshot(path.join(out, 'bench.heapsnapshot'));
 const c1 = process.cpuUsage(c0);
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 fs.writeFileSync(path.join(out, 'snapshot.json'),
-                 JSON.stringify({ seconds, cpu: (c1.user + c1.system) / 1e6 }));
+                 JSON.stringify({ seconds, cpu: (c1.user + c1.system) / 1e6,
+                                  heap_total: hs.total_heap_size, heap_used: hs.used_heap_size }));
 process.abort();
 """
+
+
+def heap_size(sj: dict) -> str:
+    """The heap's size as the process saw it before writing (v8.getHeapStatistics())."""
+    if "heap_total" not in sj:
+        return "the heap's size: not recorded with this core (make it again with --fresh)"
+    return (f"the heap's size: {sj['heap_total'] / 2**20:.0f} MB (total_heap_size), "
+            f"{sj['heap_used'] / 2**20:.0f} MB used")
 
 
 def timed(cmd: list[str], **kw) -> tuple[float, float, int, subprocess.CompletedProcess]:
@@ -98,6 +108,7 @@ def main() -> None:
     print(f"node {args.version}, {args.count} sessions: core {core.stat().st_size / 1e9:.2f} GB, "
           f"snapshot {snap.stat().st_size / 1e6:.0f} MB")
     print(f"V8 writeHeapSnapshot():              {snap_s:7.2f} s, CPU {snap_cpu:6.2f} s")
+    print(heap_size(sj))
     if not args.no_devtools:
         dt, cpu, rss, p = timed([str(node), "--max-old-space-size=16384", str(TOOL), str(DEVTOOLS),
                             str(TYPESCRIPT), str(CACHE / "devtools-build" / "1.0.1705227"), str(snap),

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
-from retained import SCRIPT, timed  # noqa: E402
+from retained import SCRIPT, heap_size, timed  # noqa: E402
 from support import CACHE, node_binary  # noqa: E402
 
 
@@ -64,6 +64,7 @@ def main() -> None:
           f"V8's snapshot {snap.stat().st_size / 1e6:.0f} MB")
     print(f"V8 writeHeapSnapshot() in the process: {sj['seconds']:7.2f} s, CPU {sj['cpu']:6.2f} s, "
           f"the process's peak RSS {node_rss / 1024:.0f} MB")
+    print(heap_size(sj))
     out = work / "v8dbg.heapsnapshot"
     dt, cpu, rss, p = timed([sys.executable, "-m", "v8dbg", "jsheapsnapshot", "-o", str(out),
                              "--core", str(core), "--binary", str(node)], cwd=ROOT)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -140,9 +141,17 @@ def test_running_process_is_named_as_such(debugger: str) -> None:
     from support import GDB, LLDB, ROOT, node_binary
 
     def each(c: str) -> str:  # lldb -b would stop at the first command that fails
-        return ("script r = lldb.SBCommandReturnObject(); "
+        return ("script r = lldb.SBCommandReturnObject(); t0 = time.monotonic(); "
                 f"_ = lldb.debugger.GetCommandInterpreter().HandleCommand({c!r}, r); "
-                "print((r.GetOutput() or '') + (r.GetError() or ''))")
+                "print((r.GetOutput() or '') + (r.GetError() or '')); "
+                f"print('[{c}: %.1f s]' % (time.monotonic() - t0))")
+
+    def until_state(name: str) -> str:
+        """lldb's Python: wait (bounded) until lldb has seen the process in state `name`."""
+        st = "lldb.debugger.GetSelectedTarget().GetProcess().GetState()"
+        return (f"d = time.monotonic() + 60; _ = [time.sleep(0.02) for _ in iter(lambda: "
+                f"{st} != lldb.{name} and time.monotonic() < d, False)]; "
+                f"print('[state {name}: %s]' % ({st} == lldb.{name}))")
 
     with LiveNode("24.21.0", "server.js") as node:
         port = int((node.dir / "port").read_text())
@@ -158,17 +167,30 @@ def test_running_process_is_named_as_such(debugger: str) -> None:
         else:
             argv = [LLDB, "--no-lldbinit", "-b", "-p", str(node.pid),
                     "-o", f"command script import {ROOT}/plugins/lldb/v8dbg.py",
-                    "-o", "script lldb.debugger.SetAsync(True)", "-o", "process continue",
-                    "-o", "script import time; time.sleep(0.3)"]
+                    "-o", "script import time; lldb.debugger.SetAsync(True)",
+                    "-o", "process continue", "-o", f"script {until_state('eStateRunning')}"]
             for c in cmds:
                 argv += ["-o", each(c)]
-            # lldb -b kills a process still running when it quits: stop it, then detach.
-            argv += ["-o", "process interrupt", "-o", "script time.sleep(0.3)",
-                     "-o", "process detach"]
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=RUNNING_BOUND, cwd=ROOT)
+            # lldb -b kills a process still running when it quits: stop it, wait
+            # until lldb has seen it stop (a fixed pause is too short on a loaded
+            # machine), then detach synchronously.
+            argv += ["-o", "process interrupt", "-o", f"script {until_state('eStateStopped')}",
+                     "-o", "script lldb.debugger.SetAsync(False)", "-o", "process detach"]
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=RUNNING_BOUND,
+                               cwd=ROOT)
+        except subprocess.TimeoutExpired as e:
+            said = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) \
+                else (e.stdout or "")
+            state = [ln for ln in Path(f"/proc/{node.pid}/status").read_text().splitlines()
+                     if ln.startswith(("State", "TracerPid"))]
+            pytest.fail(f"{debugger} did not end in {RUNNING_BOUND:.0f} s; node {state}; "
+                        f"it printed:\n{said[-4000:]}")
         out = p.stdout + p.stderr
         assert "Traceback" not in out and "internal error" not in out, out
         assert out.count("v8dbg: warning: the process is running, not stopped") == 2, out
+        if debugger == "lldb":
+            assert "[state eStateRunning: True]" in out and "[state eStateStopped: True]" in out, out
         if debugger == "gdb":
             # gdb itself leaves a process it detached from in non-stop mode stopped.
             os.kill(node.pid, signal.SIGCONT)

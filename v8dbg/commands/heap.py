@@ -47,11 +47,13 @@ def _where(prog: Program, iso: Isolate) -> str:
     return f"in {iso.describe()}{more}"
 
 
-def _census(prog: Program, heap: int, with_graph: bool = False) -> census.Census:
+def _census(prog: Program, heap: int, with_graph: bool = False,
+            where: str | None = None) -> census.Census:
     """The isolate's census, with a progress line while it is taken. With
     with_graph, for the commands that need the heap's graph too: the graph
     built now, its nodes from the census's own walk of the pages (one walk
-    for both); the census alone where the graph cannot be built here."""
+    for both; its arrays' temporary files in `where`); the census alone
+    where the graph cannot be built here."""
     st = prog.heap_state
     c = st.census.get(heap)
     if c is not None:
@@ -60,7 +62,7 @@ def _census(prog: Program, heap: int, with_graph: bool = False) -> census.Census
     try:
         if with_graph and heap not in st.graphs and graph.can_build():
             try:
-                graph.build(prog, heap, line)
+                graph.build(prog, heap, line, where)
             except graph.GraphTooBig:
                 pass  # (the census alone, walked again; the commands say why)
         return census.of(prog, heap, line)
@@ -425,10 +427,13 @@ def _jsheapsnapshot(p: argparse.ArgumentParser):
     def run(sess: Session, args: argparse.Namespace) -> Result:
         prog = sess.program()
         iso = _pick(prog, args)
-        _census(prog, iso.heap, with_graph=True)
+        to_stdout = args.output == "-"
+        # The graph's files beside the snapshot's (where the user has room for it).
+        _census(prog, iso.heap, with_graph=True,
+                where=None if to_stdout else
+                os.path.dirname(os.path.abspath(os.path.expanduser(args.output))))
         _graph(prog, iso.heap)
         line = Progress("writing the heap snapshot")
-        to_stdout = args.output == "-"
         tmp = None
         try:
             if to_stdout:

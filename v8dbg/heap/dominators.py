@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .arrays import unique
+from . import mapped
+from .release import free_pages
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted
 
@@ -481,6 +483,7 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     np = _np()
     n = len(first_edge) - 1
     sfirst, dst = _targets(np, first_edge, edge_to, essential, root, from_root, np.int32)
+    mapped.drop(first_edge, edge_to)  # (a file's pages, where they are: read through)
 
     # Levels: breadth first from the root; then what only weak edges hold (no
     # predecessor at all), each such node hung from the root; then what is left
@@ -547,6 +550,7 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
         dom[rn] = np.minimum.reduceat(rms, np.cumsum(rcnt) - rcnt)
     meets = _SetMeets(np, rms, rcnt)
     del rms, rcnt
+    free_pages()  # (the edges' arrays, done with: not kept for the passes' reuse)
 
     # The first pass meets only the pairs: most nodes of the sets lie under
     # pairs (a Session under its two holders), and would all move after it.
@@ -639,6 +643,7 @@ def _deep_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     np = _np()
     n = len(first_edge) - 1
     src, dst = _pairs(np, first_edge, edge_to, essential, root, from_root, np.int64)
+    mapped.drop(first_edge, edge_to)
     # Successors over essential edges only, as Python lists for the DFS.
     sfirst = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=sfirst[1:])

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .arrays import unique
+from .release import free_pages
 from ..errors import DecodeError, TargetMemoryError
 from . import graph as gmod
 from .strtable import Items, StringTable
@@ -818,8 +819,7 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         # The edge of each JS object at the elements offset, if any: found
         # among all edges by their offset (a mask of one byte per edge), then
         # kept by their source, rather than by listing every JS object's edges.
-        at = np.flatnonzero(g.edge_name == o_elements)
-        at = at[g.edge_type[at] != gmod.E_WEAK]
+        at = _strong_edges_at(np, g, o_elements)
         srcs = np.searchsorted(fe, at, side="right") - 1
         mine = (srcs >= g.first_object) & is_js[srcs] & keep[srcs]
         # Node indices fit 32 bits (edge_to holds them so).
@@ -830,28 +830,25 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         ok = np.isin(sm, np.array(fm, dtype=np.uint64))
         del sm
         owners, stores = owners[ok], stores[ok]
-        start = fe[stores]
-        cnt = fe[stores + 1] - start
-        own = np.repeat(owners, cnt)
-        del owners
-        start -= np.cumsum(cnt) - cnt
-        idx = np.repeat(start, cnt)
-        del start, stores
-        idx += np.arange(len(idx), dtype=np.int64)
-        sel = (g.edge_name[idx] >= h.o_fa_data) & (g.edge_type[idx] != gmod.E_WEAK)
-        idx, own = idx[sel], own[sel].astype(np.int64)
-        to = g.edge_to[idx].astype(np.int64)
-        live = keep[to] if skip is None else keep[to] & ~skip[to]
-        src_p.append(own[live].astype(np.uint32))
-        kind_p.append(np.full(int(live.sum()), gmod.E_ELEMENT, dtype=np.uint8))
-        name_p.append(((g.edge_name[idx[live]].astype(np.int64) - h.o_fa_data) // 8)
-                      .astype(np.uint32))
-        to_p.append(to[live].astype(np.uint32))
-        del own, idx, to, live, sel
+        # The stores' slots, some SCAN_PIECE at a time (a bigger store alone).
+        ends = np.cumsum(fe[stores + 1] - fe[stores])
+        i = 0
+        while i < len(stores):
+            base = int(ends[i - 1]) if i else 0
+            j = max(i + 1, int(np.searchsorted(ends, base + SCAN_PIECE, side="right")))
+            _element_edges(np, h, g, keep, skip, owners[i:j], stores[i:j],
+                           src_p, kind_p, name_p, to_p)
+            g.drop_pages()
+            free_pages()  # (the piece's temporaries)
+            i = j
+        del owners, stores, ends
+        g.drop_pages()  # (each pass below reads the graph's pages afresh)
     notes: list[str] = []
     _property_edges(prog, g, keep, node_map, is_js, strings, src_p, kind_p, name_p, to_p,
                     notes)
+    g.drop_pages()
     _function_prototypes(prog, g, keep, node_map, strings, src_p, kind_p, name_p, to_p)
+    g.drop_pages()
     # Global objects: their properties' values, by name.
     globals_: list[int] = []
     if glob is not None:
@@ -886,6 +883,43 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
                  _joined(np, to_p)[order], globals_, notes)
 
 
+def _strong_edges_at(np, g: gmod.Graph, offset: int) -> Any:
+    """The positions of the graph's strong edges from slots at byte `offset`
+    of their objects: a piece of the edges at a time, their pages let go
+    after each."""
+    found = []
+    for lo in range(0, g.edges, SCAN_PIECE):
+        hi = min(lo + SCAN_PIECE, g.edges)
+        at = np.flatnonzero(g.edge_name[lo:hi] == offset) + lo
+        found.append(at[g.edge_type[at] != gmod.E_WEAK])
+        g.drop_pages()
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+def _element_edges(np, h, g: gmod.Graph, keep, skip, owners, stores, src_p: list,
+                   kind_p: list, name_p: list, to_p: list) -> None:
+    """The element edges of JS objects `owners` (32 bits) to what the slots
+    of their elements' FixedArrays `stores` hold."""
+    fe = g.first_edge
+    start = fe[stores]
+    cnt = fe[stores + 1] - start
+    own = np.repeat(owners, cnt)
+    start -= np.cumsum(cnt) - cnt
+    idx = np.repeat(start, cnt)
+    del start
+    idx += np.arange(len(idx), dtype=np.int64)
+    sel = (g.edge_name[idx] >= h.o_fa_data) & (g.edge_type[idx] != gmod.E_WEAK)
+    idx, own = idx[sel], own[sel]
+    del sel
+    to = g.edge_to[idx]
+    live = keep[to] if skip is None else keep[to] & ~skip[to]
+    src_p.append(own[live].astype(np.uint32))
+    kind_p.append(np.full(int(live.sum()), gmod.E_ELEMENT, dtype=np.uint8))
+    name_p.append(((g.edge_name[idx[live]].astype(np.int64) - h.o_fa_data) // 8)
+                  .astype(np.uint32))
+    to_p.append(to[live].astype(np.uint32))
+
+
 def _joined(np, parts: list) -> Any:
     """The parts concatenated, the list emptied (their memory let go)."""
     out = np.concatenate(parts)
@@ -907,7 +941,7 @@ def _function_prototypes(prog: Program, g: gmod.Graph, keep, node_map, strings: 
     if not isinstance(at_off, int) or map_t is None:
         return
     fe = g.first_edge
-    at = np.flatnonzero((g.edge_name == at_off) & (g.edge_type != gmod.E_WEAK))
+    at = _strong_edges_at(np, g, at_off)
     srcs = np.searchsorted(fe, at, side="right") - 1
     ok = (srcs >= g.first_object) & keep[srcs]
     at, srcs = at[ok], srcs[ok]
@@ -953,6 +987,9 @@ def _slot_targets(np, g: gmod.Graph, nodes, offs) -> tuple[Any, Any, Any]:
     at = np.isin(name, offs) & (g.edge_type[idx] != gmod.E_WEAK)
     return pos[at], name[at], g.edge_to[idx[at]].astype(np.int64)
 
+
+# Edges a whole-graph scan reads at once, its pages let go between pieces.
+SCAN_PIECE = 1 << 20
 
 # Far above a real heap's: objects in dictionary mode whose properties are
 # read one object at a time; past it the rest keep their dictionary's
@@ -1020,6 +1057,8 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
 
     proto = strings.add("__proto__")
     for k, m in enumerate(um.tolist()):
+        if k % 64 == 63:
+            g.drop_pages()
         sel = objs[order[bounds[k]:bounds[k + 1]]]
         t = _map_type(h, m)
         # (Contexts are filed as objects too: they have no properties.)

@@ -53,6 +53,7 @@ from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
 from . import budget, census, roots
 from .dominators import expand
+from . import mapped
 from .release import free_pages
 from ..v8.dispatch import applies as dispatch_applies
 from ..v8.pages import layout, read_only_pages
@@ -128,6 +129,12 @@ class Graph:
     @property
     def nodes(self) -> int:
         return len(self.node_addr)
+
+    def drop_pages(self) -> None:
+        """Let the arrays' pages go from this process's memory (mapped.py):
+        a pass over the graph is done with them."""
+        mapped.drop(self.node_addr, self.node_size, self.first_edge, self.edge_to,
+                     self.edge_type, self.edge_name)
 
     @property
     def edges(self) -> int:
@@ -323,8 +330,10 @@ def global_objects(prog: Program, g: "Graph") -> Any:
     return np.sort(i[i >= 0])
 
 
-def build(prog: Program, heap: int, progress=None) -> Graph:
+def build(prog: Program, heap: int, progress=None, where: str | None = None) -> Graph:
     """The graph of one heap; cached on the program until it runs again.
+    Its arrays are in temporary files' pages (mapped.py) in `where`, else
+    the system's temporary directory.
 
     Its objects come from the census's own walk of the pages when the
     census is not taken yet (one walk for both), else from a walk of their
@@ -410,8 +419,8 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     groups = roots.root_groups(np, prog, heap, lo, hi)
     names = [g.name for g in groups]
     first = 1 + len(names)
-    node_addr = np.zeros(first + count, dtype=np.uint64)
-    node_size = np.zeros(first + count, dtype=np.uint32)
+    node_addr = mapped.file_array(np, first + count, np.uint64, where)
+    node_size = mapped.file_array(np, first + count, np.uint32, where)
     k = first
     bound = 0  # slots the pages can hold at most: an edge each
     for p in pages:
@@ -423,7 +432,7 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         k += len(starts)
     n = len(node_addr)
     # Each node's degree, made the CSR offsets in place once all are known.
-    first_edge = np.zeros(n + 1, dtype=np.int64)
+    first_edge = mapped.file_array(np, n + 1, np.int64, where)
     degree = first_edge[1:]
 
     def resolve(vals):
@@ -470,9 +479,9 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
     if too_big is not None:
         st.refused[heap] = too_big
         raise GraphTooBig(too_big)
-    edge_to = np.empty(bound, dtype=np.uint32)
-    edge_type = np.empty(bound, dtype=np.uint8)
-    edge_name = np.empty(bound, dtype=np.uint32)
+    edge_to = mapped.file_array(np, bound, np.uint32, where)
+    edge_type = mapped.file_array(np, bound, np.uint8, where)
+    edge_name = mapped.file_array(np, bound, np.uint32, where)
     at = 0
     for x, y in zip(root_to, root_type):
         edge_to[at:at + len(x)] = x
@@ -513,21 +522,22 @@ def build(prog: Program, heap: int, progress=None) -> Graph:
         edge_to[at:at + len(to)] = to
         edge_type[at:at + len(to)] = kind
         edge_name[at:at + len(to)] = off
+        mapped.drop(edge_to, edge_type, edge_name)  # (written: in the file's pages)
         at += len(to)
         k += len(starts)
         done += p.end - p.start
         if progress is not None:
             progress.update(done, total)
-    # The arrays cut to the edges found, in place (what was never written
-    # never took memory).
-    for arr in (edge_to, edge_type, edge_name):
-        arr.resize(at, refcheck=False)
+    # The arrays cut to the edges found (what was never written never took
+    # memory nor disk).
+    edge_to, edge_type, edge_name = edge_to[:at], edge_type[:at], edge_name[:at]
     np.cumsum(degree, out=degree)
     del degree
     g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
               first, time.monotonic() - t0, notes, late, cleared, pairs, read_only)
     st.graphs[heap] = g
     del per_page, pages
+    g.drop_pages()
     free_pages()  # (the pages' slots, read and resolved: given back, not kept for reuse)
     return g
 
@@ -687,6 +697,7 @@ def reach(g: Graph, parents: bool = True) -> tuple[Any, Any]:
         frontier = np.concatenate(found) if found else frontier[:0]
         if len(found) > 1:
             frontier.sort()
+        g.drop_pages()  # (one level's edges read)
     g._reach, g._parent = seen, parent
     free_pages()  # (the search's temporaries)
     return seen, parent

@@ -42,6 +42,7 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
         # No edge from garbage retains, nor one into it (a live key's edge to
         # the value of a dead WeakMap's entry).
         ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, None, globals_, seen)
+        g.drop_pages()
         t = dominator_tree(g.first_edge, g.edge_to, ess, snapshot_sizes(prog, g), 0, globals_)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t

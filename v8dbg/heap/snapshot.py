@@ -873,6 +873,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         typed_chunks.put(typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]],
                          np.packbits(ok))
         edge_chunks.append((a, b, len(edge_strings.items)))
+        g.drop_pages()  # (the range's edges typed)
     # What only the typing and V8's extra edges needed, let go before the nodes:
     # the graph's edges too, all typed and put aside now (the graph is built
     # again by a later command that needs it), and the edge names' lookups.
@@ -961,6 +962,8 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         for piece in _decimal_parts(np, block):
             emit_raw(b",")
             emit_raw(piece)
+        g.drop_pages()
+        free_pages()  # (the chunk's digits, written)
         if progress is not None:
             progress.update(g.nodes + b, 2 * g.nodes)
     typed_chunks.close()
@@ -968,6 +971,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     # What the strings need no more is freed before they are written.
     del counts, edge_strings, remap, ntype, nname, is_js, eph, keep
     strings.drop_lookups()
+    g.drop_pages()
     free_pages()
     emit("],\n\"trace_function_infos\":[],\n\"trace_tree\":[],\n\"samples\":[],"
          "\n\"locations\":[")
@@ -993,6 +997,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             else:
                 emit_raw(sep.encode() + _quoted(np, part[a:a + CHUNK]))
             sep = ",\n"
+            free_pages()  # (the chunk's text, written)
     emit("]}\n")
     if c.damaged_pages:
         shown = ", ".join(f"0x{p:x}" for p in c.damaged_pages[:8])

@@ -1,0 +1,64 @@
+"""The heap graph's big arrays in pages of a temporary file, resident only while used.
+
+The graph's node and edge arrays (some 20 bytes a node and 9 an edge) are
+needed whole by every pass, but each pass reads them a part at a time (a
+page of the heap, a range of nodes) or once through. Made in an unnamed
+temporary file mapped shared, they are the kernel's page cache: `drop`
+unmaps their pages from this process once a pass is done with them (the
+data stays in the file's pages, and a later read maps them back without
+reading the disk while memory allows), and under memory pressure the kernel
+writes them to the file instead of the process growing. The file's blocks
+are reserved when it is made, so that a full disk is an error at once (the
+arrays are then made in memory, as they are where no file can be made),
+never a fault when a page is first written.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+from typing import Any
+
+# Where the files go by default (the system's temporary directory when None).
+DIRECTORY: str | None = None
+
+
+def file_array(np, count: int, dtype, where: str | None = None) -> Any:
+    """A zeroed array of `count` items of `dtype`, in a temporary file's
+    pages (`where`, else DIRECTORY, else the system's place), or in memory
+    where no such file can be made."""
+    size = max(int(count) * np.dtype(dtype).itemsize, 1)
+    dirs = [d for d in (where, DIRECTORY) if d] + [None]
+    for d in dirs:
+        try:
+            with tempfile.TemporaryFile(prefix=".v8dbg-graph-", dir=d) as f:
+                os.posix_fallocate(f.fileno(), 0, size)
+                mm = mmap.mmap(f.fileno(), size)  # (holds its own descriptor)
+        except (OSError, ValueError):
+            continue
+        return np.frombuffer(mm, dtype=dtype, count=int(count))
+    return np.zeros(int(count), dtype=dtype)
+
+
+def _mapping(a: Any) -> mmap.mmap | None:
+    while a is not None and hasattr(a, "base") and not isinstance(a, (memoryview, mmap.mmap)):
+        a = a.base
+    if isinstance(a, memoryview):
+        a = a.obj
+    return a if isinstance(a, mmap.mmap) else None
+
+
+def drop(*arrays: Any) -> None:
+    """Unmap from this process the pages of these file arrays (kept in the
+    file); arrays in memory are left as they are."""
+    seen: set[int] = set()
+    for a in arrays:
+        m = _mapping(a)
+        if m is None or id(m) in seen:
+            continue
+        seen.add(id(m))
+        try:
+            m.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError, AttributeError):
+            pass

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted
-from ..v8.pages import Page, _Layout, _numpy, _plan, find_pages
+from ..v8.pages import (MAX_LAB_SEARCH_BYTES, MAX_LAB_SEARCHES, Page, _Layout, _numpy, _plan,
+                        find_pages, lab_at)
 from .walk import NumpyPages, Walker, _code_owners, page_objects, walk_page
 
 if TYPE_CHECKING:
@@ -73,14 +74,37 @@ def scan(prog: Program, heap: int | None = None, progress=None,
     total_bytes = sum(p.end - p.start for p in live)
     done = 0
     code_owners = _code_owners(w, live)
-    for p in live:
-        check_interrupted()
+    lab_budget = [MAX_LAB_SEARCH_BYTES]
+    searches = 0
+
+    def walked(p):
         if objects is not None and np is not None:
             po = page_objects(np, w, nw, p, code_owners)
+            return po.result, po
+        sink: dict[int, array] = {}
+        r = walk_page(w, nw, p, code_owners, sink)
+        for m, a in sink.items():
+            r.records.setdefault(m, a)  # (merged with the others' below)
+        return r, None
+
+    for p in live:
+        check_interrupted()
+        r, po = walked(p)
+        if r.damaged and r.damaged_at and searches < MAX_LAB_SEARCHES:
+            # Damage where an allocation area V8 did not keep beside the Heap
+            # ends (a compiler thread's): that area's unused rest skipped.
+            searches += 1
+            lab = lab_at(prog, pages, r.damaged_at, lab_budget)
+            if lab is not None:
+                p.skips.append((lab[1], lab[2]))
+                p.skips.sort()
+                r2, po2 = walked(p)
+                if not r2.damaged:
+                    r, po = r2, po2
+                else:
+                    p.skips.remove((lab[1], lab[2]))
+        if po is not None:
             objects(p, po)
-            r = po.result
-        else:
-            r = walk_page(w, nw, p, code_owners, acc)
         total += r.count
         unknown += r.unknown
         if r.damaged:

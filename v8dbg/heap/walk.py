@@ -237,6 +237,7 @@ class PageWalk:
     unknown: int = 0  # objects sized by resynchronising (a kind with no size rule)
     damaged: bool = False  # the walk met a word that is no map, or ran past the page
     skipped: int = 0  # bytes the walk stepped over without finding objects in them
+    damaged_at: int = 0  # the address where it first met damage
 
 
 class Walker:
@@ -320,6 +321,8 @@ class Walker:
                     # with them): its dead bytes run on to the next object.
                     return self._resync(words, j, min(n, j + MAX_RESYNC_WORDS))
             j = self._resync(words, i + 1, min(n, i + MAX_RESYNC_WORDS))
+            if not res.damaged:
+                res.damaged_at = base1 - 1 + 8 * i
             res.damaged = True
             res.skipped += 8 * (j - i)
             return j
@@ -338,6 +341,8 @@ class Walker:
             if kind != K_FREE:
                 res.unknown += 1
         if size < 0 or i + size > n:
+            if not res.damaged:
+                res.damaged_at = base1 - 1 + 8 * i
             res.damaged = True
             res.skipped += 8 * (n - i)
             return n

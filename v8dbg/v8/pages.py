@@ -374,6 +374,67 @@ def _find_labs(prog: Program, heap: int, pages: list[Page], lay: _Layout) -> lis
     return out
 
 
+# Native memory read, in all, looking for the allocation areas of pages a
+# walk found damaged (a background thread's: its LocalHeap's, next to
+# neither the Heap nor a space), and the pages looked for at most; far above
+# a real process's native memory.
+MAX_LAB_SEARCH_BYTES = 16 << 30
+MAX_LAB_SEARCHES = 8
+_LAB_PIECE = 16 << 20
+
+
+def lab_at(prog: Program, pages: list[Page], top: int, budget: list[int]) -> tuple[int, int, int] | None:
+    """The linear allocation area (start, top, limit) whose top is `top`, in
+    the page that holds it: three words start <= top <= limit in that page,
+    in native memory (outside V8's pages). Memory past an area's top is
+    not yet allocated, and holds whatever the page held before (a
+    walk of it meets no object there, and calls it damage); the areas of
+    V8's own spaces are found beside the Heap (`_find_labs`), those of the
+    threads that allocate apart (compilers, in old space) only here, looked
+    for once a walk is damaged at an address. `budget`: bytes left to read."""
+    page = next((p for p in pages if p.start <= top < p.end), None)
+    if page is None or top & 7:
+        return None
+    want = struct.pack("<Q", top)
+    heap_spans = sorted((p.address, p.end) for p in pages)
+    for a, b in regions(prog):
+        for lo, hi in _outside(a, b, heap_spans):
+            at = lo
+            while at < hi and budget[0] > 0:
+                check_interrupted()
+                size = min(_LAB_PIECE, hi - at, budget[0])
+                try:
+                    data = bulk(prog).read(at, size)
+                except Exception:
+                    data = b""
+                budget[0] -= size
+                k = data.find(want)
+                while k != -1:
+                    if not (at + k) & 7 and k >= 8 and k + 16 <= len(data):
+                        s0, lim = struct.unpack_from("<Q", data, k - 8)[0], \
+                            struct.unpack_from("<Q", data, k + 8)[0]
+                        if not (s0 | lim) & 7 and page.start <= s0 <= top < lim <= page.end:
+                            return s0, top, lim
+                    k = data.find(want, k + 1)
+                # (Overlapping the next piece by two words: a triple across the cut.)
+                at += size - 16 if at + size < hi else size
+    return None
+
+
+def _outside(a: int, b: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """[a, b) less the sorted spans."""
+    out = []
+    for s, e in spans:
+        if e <= a or s >= b:
+            continue
+        if s > a:
+            out.append((a, s))
+        a = max(a, e)
+    if a < b:
+        out.append((a, b))
+    return out
+
+
 def _read_some(prog: Program, base: int, size: int) -> bytes:
     """As much of [base, base+size) as is readable, from the first readable page."""
     try:

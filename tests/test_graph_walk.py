@@ -41,11 +41,24 @@ def test_one_walk_same_census_and_graph(version, fixture, monkeypatch) -> None:
         return bulk(self, p, *args, **kwargs)
 
     monkeypatch.setattr(walk.NumpyPages, "walk", counted)
+    # (A page whose walk met an allocation area kept apart is walked again
+    # once that area is found: census.py.)
+    again: list[int] = []
+    find = census.lab_at
+
+    def lab_at(prog, pages, top, budget):
+        got = find(prog, pages, top, budget)
+        if got is not None:
+            again.extend(p.start for p in pages if p.start <= top < p.end)
+        return got
+
+    monkeypatch.setattr(census, "lab_at", lab_at)
     prog, _ = core_program(core, version)
     heap = choose(prog, None, None).heap
     one = graph.build(prog, heap)  # no census yet: the census is taken by the graph's walk
     one_census = census.of(prog, heap)
-    assert walked and len(walked) == len(set(walked)), "a page was walked twice"
+    assert walked and sorted(walked) == sorted([*set(walked), *again]), \
+        "a page was walked twice"
 
     prog2, _ = core_program(core, version)
     two_census = census.of(prog2, heap)  # the census first, then the graph's own walk

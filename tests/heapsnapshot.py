@@ -129,7 +129,11 @@ def devtools(path: Path) -> Reference:
                      np.asarray(doc["dominator"], np.uint64))
 
 
-TRANSIENT_ROOTS = ("(Handle scope)", "(Stack roots)")
+# From V8 14 (node 26) an IdentityMap's table is a sub-root of its own,
+# `(Identity map)`: the writer's, or a compile job's running while V8's file
+# is written (seen on TypeScript: getPipelinePhase and what its closures
+# hold, held by nothing else at that moment and gone from the core).
+TRANSIENT_ROOTS = ("(Handle scope)", "(Stack roots)", "(Identity map)")
 # A (Strong roots) edge so named is an IdentityMap's table, registered as a
 # strong root while the map lives: the snapshot writer's own (on TypeScript,
 # node 20, its table is a freed malloc chunk in the core).
@@ -153,8 +157,8 @@ def devtools_tree(path: Path):
 def transient(path: Path) -> "Counter[str]":
     """Per name, the snapshot's object nodes that only the call writing the
     snapshot kept alive: reached from the root only through `(Handle scope)`,
-    `(Stack roots)` or an IdentityMap's `(Strong roots)` edges (weak edges
-    never retain), directly or through other such objects -- e.g. the buffer
+    `(Stack roots)`, `(Identity map)` or an IdentityMap's `(Strong roots)`
+    edges (weak edges never retain), directly or through other such objects -- e.g. the buffer
     the writer used and its ArrayBuffer. A core taken after that call
     returned may hold them as garbage."""
     snap = json.loads(Path(path).read_text())

@@ -158,9 +158,9 @@ def transient(path: Path) -> "Counter[str]":
     """Per name, the snapshot's object nodes that only the call writing the
     snapshot kept alive: reached from the root only through `(Handle scope)`,
     `(Stack roots)`, `(Identity map)` or an IdentityMap's `(Strong roots)`
-    edges (weak edges never retain), directly or through other such objects -- e.g. the buffer
-    the writer used and its ArrayBuffer. A core taken after that call
-    returned may hold them as garbage."""
+    edges (weak edges never retain), directly or through other such objects
+    -- e.g. the buffer the writer used and its ArrayBuffer. A core taken
+    after that call returned may hold them as garbage."""
     snap = json.loads(Path(path).read_text())
     meta = snap["snapshot"]["meta"]
     nf, ef = meta["node_fields"], meta["edge_fields"]

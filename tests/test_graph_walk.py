@@ -41,23 +41,22 @@ def test_one_walk_same_census_and_graph(version, fixture, monkeypatch) -> None:
         return bulk(self, p, *args, **kwargs)
 
     monkeypatch.setattr(walk.NumpyPages, "walk", counted)
-    # (A page whose walk met an allocation area kept apart is walked again
-    # once that area is found: census.py.)
+    # (A page whose walk met damage is walked again once native memory is
+    # read for an allocation area ending there: census.py.)
     again: list[int] = []
-    find = census.lab_at
+    find = census.labs_at
 
-    def lab_at(prog, pages, top, budget):
-        got = find(prog, pages, top, budget)
-        if got is not None:
-            again.extend(p.start for p in pages if p.start <= top < p.end)
-        return got
+    def labs_at(prog, pages, tops, budget):
+        again.extend(p.start for p in pages for t in tops if p.start <= t < p.end)
+        return find(prog, pages, tops, budget)
 
-    monkeypatch.setattr(census, "lab_at", lab_at)
+    monkeypatch.setattr(census, "labs_at", labs_at)
     prog, _ = core_program(core, version)
     heap = choose(prog, None, None).heap
     one = graph.build(prog, heap)  # no census yet: the census is taken by the graph's walk
     one_census = census.of(prog, heap)
-    assert walked and sorted(walked) == sorted([*set(walked), *again]), \
+    twice = {a for a in walked if walked.count(a) > 1}
+    assert walked and twice <= set(again) and all(walked.count(a) <= 3 for a in again), \
         "a page was walked twice"
 
     prog2, _ = core_program(core, version)

@@ -1,4 +1,4 @@
-"""Allocation areas found from where a page walk meets damage (v8dbg/v8/pages.py `lab_at`).
+"""Allocation areas found from where a page walk meets damage (v8dbg/v8/pages.py `labs_at`).
 
 Past an allocation area's top lies memory not yet allocated, holding what
 the page held before; V8 keeps its spaces' areas beside the Heap, but a
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import struct
 from types import SimpleNamespace
+
+import pytest
 
 from v8dbg.v8 import pages as vp
 
@@ -55,7 +57,7 @@ def test_found_from_its_top() -> None:
     mem = _Memory({NATIVE: _native([heap, top - 0x160, top, top + 14024, 0x41]),
                    PAGE: bytes(0x40000)})
     budget = [1 << 30]
-    assert vp.lab_at(_prog(mem), [_page()], top, budget) == (top - 0x160, top, top + 14024)
+    assert vp.labs_at(_prog(mem), [_page()], [top], budget) == {top: (top - 0x160, top, top + 14024)}
     assert budget[0] < 1 << 30
 
 
@@ -64,7 +66,7 @@ def test_across_a_piece_boundary(monkeypatch) -> None:
     top = PAGE + 0x800
     mem = _Memory({NATIVE: _native([top - 8, top, top + 0x100], at=0x1000 - 8),
                    PAGE: bytes(0x40000)})
-    assert vp.lab_at(_prog(mem), [_page()], top, [1 << 30]) == (top - 8, top, top + 0x100)
+    assert vp.labs_at(_prog(mem), [_page()], [top], [1 << 30]) == {top: (top - 8, top, top + 0x100)}
 
 
 def test_not_an_area() -> None:
@@ -74,10 +76,10 @@ def test_not_an_area() -> None:
     p = [_page()]
     for words in ([0, top, 0], [top - 16, top, PAGE + 0x50000], [top + 8, top, top + 64]):
         mem = _Memory({NATIVE: _native(words), PAGE: bytes(0x40000)})
-        assert vp.lab_at(_prog(mem), p, top, [1 << 30]) is None, words
+        assert vp.labs_at(_prog(mem), p, [top], [1 << 30]) == {}, words
     mem = _Memory({NATIVE: _native([top - 8, top, top + 64]), PAGE: bytes(0x40000)})
-    assert vp.lab_at(_prog(mem), p, top, [0x1000]) is None
-    assert vp.lab_at(_prog(mem), p, PAGE + 0x50000, [1 << 30]) is None
+    assert vp.labs_at(_prog(mem), p, [top], [0x1000]) == {}
+    assert vp.labs_at(_prog(mem), p, [PAGE + 0x50000], [1 << 30]) == {}
 
 
 def test_heap_pages_are_not_searched() -> None:
@@ -87,4 +89,22 @@ def test_heap_pages_are_not_searched() -> None:
     inside = bytearray(0x40000)
     struct.pack_into("<3Q", inside, 0x2000, top - 8, top, top + 64)
     mem = _Memory({PAGE: bytes(inside)})
-    assert vp.lab_at(_prog(mem), [_page()], top, [1 << 30]) is None
+    assert vp.labs_at(_prog(mem), [_page()], [top], [1 << 30]) == {}
+
+
+@pytest.mark.parametrize("numpy", [True, False])
+def test_several_tops_in_one_read(numpy: bool, monkeypatch) -> None:
+    """The areas of several damaged pages found in one pass over native
+    memory (words compared with NumPy, or bytes searched without it); a top
+    with none around it is left out."""
+    if not numpy:
+        monkeypatch.setenv("V8DBG_NO_NUMPY", "1")
+    t1, t2, t3 = PAGE + 0x800, PAGE + 0x9000, PAGE + 0x20000
+    out = bytearray(0x300000)
+    struct.pack_into("<3Q", out, 0x100, t1 - 8, t1, t1 + 0x40)
+    struct.pack_into("<3Q", out, 0x2ff000, t2 - 0x20, t2, t2 + 0x80)
+    mem = _Memory({NATIVE: bytes(out), PAGE: bytes(0x40000)})
+    budget = [1 << 30]
+    got = vp.labs_at(_prog(mem), [_page()], [t1, t2, t3], budget)
+    assert got == {t1: (t1 - 8, t1, t1 + 0x40), t2: (t2 - 0x20, t2, t2 + 0x80)}
+    assert (1 << 30) - budget[0] == len(out)  # (native memory read once)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted
 from ..v8.pages import (MAX_LAB_SEARCH_BYTES, MAX_LAB_SEARCHES, Page, _Layout, _numpy, _plan,
-                        find_pages, lab_at)
+                        find_pages, labs_at)
 from .walk import NumpyPages, Walker, _code_owners, page_objects, walk_page
 
 if TYPE_CHECKING:
@@ -54,7 +54,8 @@ def scan(prog: Program, heap: int | None = None, progress=None,
 
     With `objects` (and NumPy), each page's walk keeps every object it
     steps over and hands them to objects(page, PageObjects) before the next
-    page is read: the heap graph's nodes from the census's own walk."""
+    page is read (a damaged page's once it is walked again, after the
+    others): the heap graph's nodes from the census's own walk."""
     cached = prog.heap_state.census.get(heap) if heap is not None else None
     if cached is not None and use_numpy is None:
         return cached
@@ -70,12 +71,10 @@ def scan(prog: Program, heap: int | None = None, progress=None,
     nw = NumpyPages(w, np) if np is not None else None
     acc: dict[int, array] = {}  # map -> addresses, in page order
     total = unknown = skipped = 0
-    damaged: list[int] = []
+    damaged: list = []
     total_bytes = sum(p.end - p.start for p in live)
     done = 0
     code_owners = _code_owners(w, live)
-    lab_budget = [MAX_LAB_SEARCH_BYTES]
-    searches = 0
 
     def walked(p):
         if objects is not None and np is not None:
@@ -84,33 +83,51 @@ def scan(prog: Program, heap: int | None = None, progress=None,
         sink: dict[int, array] = {}
         r = walk_page(w, nw, p, code_owners, sink)
         for m, a in sink.items():
-            r.records.setdefault(m, a)  # (merged with the others' below)
+            r.records.setdefault(m, a)
         return r, None
 
-    for p in live:
-        check_interrupted()
-        r, po = walked(p)
-        if r.damaged and r.damaged_at and searches < MAX_LAB_SEARCHES:
-            # Damage where an allocation area V8 did not keep beside the Heap
-            # ends (a compiler thread's): that area's unused rest skipped.
-            searches += 1
-            lab = lab_at(prog, pages, r.damaged_at, lab_budget)
-            if lab is not None:
-                p.skips.append((lab[1], lab[2]))
-                p.skips.sort()
-                r2, po2 = walked(p)
-                if not r2.damaged:
-                    r, po = r2, po2
-                else:
-                    p.skips.remove((lab[1], lab[2]))
+    records: list = []  # each page's records, in page order
+    # Pages damaged from an address: walked again once native memory is
+    # read (once, for all of them) for allocation areas that end there.
+    later: list = []
+
+    def tally(p, r, po, k: int) -> None:
+        nonlocal total, unknown, skipped, done
         if po is not None:
             objects(p, po)
         total += r.count
         unknown += r.unknown
         if r.damaged:
-            damaged.append(p.address)
+            damaged.append((k, p.address))
             skipped += r.skipped
-        for m, a in r.records.items():
+        records[k] = r.records
+        done += p.end - p.start
+        if progress is not None:
+            progress.update(done, total_bytes)
+
+    for p in live:
+        check_interrupted()
+        r, po = walked(p)
+        records.append(None)
+        if r.damaged and r.damaged_at and len(later) < MAX_LAB_SEARCHES:
+            later.append((p, r.damaged_at, len(records) - 1))
+            continue
+        tally(p, r, po, len(records) - 1)
+    if later:
+        # An area's unused rest skipped where that walks the page to its end.
+        found = labs_at(prog, pages, [t for _, t, _ in later], [MAX_LAB_SEARCH_BYTES])
+        for p, top, k in later:
+            lab = found.get(top)
+            if lab is not None:
+                p.skips.append((lab[1], lab[2]))
+                p.skips.sort()
+            r, po = walked(p)  # (again: the first walk's bytes are reused since)
+            if lab is not None and r.damaged:
+                p.skips.remove((lab[1], lab[2]))
+                r, po = walked(p)
+            tally(p, r, po, k)
+    for recs in records:
+        for m, a in recs.items():
             got = acc.get(m)
             if got is None:
                 got = acc[m] = array("Q")
@@ -118,9 +135,8 @@ def scan(prog: Program, heap: int | None = None, progress=None,
                 got.extend(a)
             else:
                 got.frombytes(a.astype("<u8", copy=False).tobytes())
-        done += p.end - p.start
-        if progress is not None:
-            progress.update(done, total_bytes)
+    del records
+    damaged = [a for _, a in sorted(damaged)]  # (in page order)
     # In map-address order, so every front end lists (and picks representatives) alike.
     stats: dict[int, MapStats] = {}
     for m in sorted(acc):

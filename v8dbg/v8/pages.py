@@ -383,24 +383,31 @@ MAX_LAB_SEARCHES = 8
 _LAB_PIECE = 16 << 20
 
 
-def lab_at(prog: Program, pages: list[Page], top: int, budget: list[int]) -> tuple[int, int, int] | None:
-    """The linear allocation area (start, top, limit) whose top is `top`, in
-    the page that holds it: three words start <= top <= limit in that page,
-    in native memory (outside V8's pages). Memory past an area's top is
-    not yet allocated, and holds whatever the page held before (a
-    walk of it meets no object there, and calls it damage); the areas of
-    V8's own spaces are found beside the Heap (`_find_labs`), those of the
-    threads that allocate apart (compilers, in old space) only here, looked
-    for once a walk is damaged at an address. `budget`: bytes left to read."""
-    page = next((p for p in pages if p.start <= top < p.end), None)
-    if page is None or top & 7:
-        return None
-    want = struct.pack("<Q", top)
+def labs_at(prog: Program, pages: list[Page], tops: list[int],
+            budget: list[int]) -> dict[int, tuple[int, int, int]]:
+    """The linear allocation areas (start, top, limit) whose tops are `tops`,
+    by top: three words start <= top < limit in the page that holds the
+    top, in native memory (outside V8's pages), read once for all of them.
+    Memory past an area's top is not yet allocated, and holds whatever the
+    page held before (a walk of it meets no object there, and calls it
+    damage); the areas of V8's own spaces are found beside the Heap
+    (`_find_labs`), those of the threads that allocate apart (compilers, in
+    old space) only here, looked for where a walk is damaged. `budget`:
+    bytes left to read."""
+    want: dict[bytes, Page] = {}
+    for top in tops:
+        page = next((p for p in pages if p.start <= top < p.end), None)
+        if page is not None and not top & 7:
+            want[struct.pack("<Q", top)] = page
+    out: dict[int, tuple[int, int, int]] = {}
+    if not want:
+        return out
     heap_spans = sorted((p.address, p.end) for p in pages)
+    np = _numpy()
     for a, b in regions(prog):
         for lo, hi in _outside(a, b, heap_spans):
             at = lo
-            while at < hi and budget[0] > 0:
+            while at < hi and budget[0] > 0 and len(out) < len(want):
                 check_interrupted()
                 size = min(_LAB_PIECE, hi - at, budget[0])
                 try:
@@ -408,17 +415,39 @@ def lab_at(prog: Program, pages: list[Page], top: int, budget: list[int]) -> tup
                 except Exception:
                     data = b""
                 budget[0] -= size
-                k = data.find(want)
-                while k != -1:
-                    if not (at + k) & 7 and k >= 8 and k + 16 <= len(data):
-                        s0, lim = struct.unpack_from("<Q", data, k - 8)[0], \
-                            struct.unpack_from("<Q", data, k + 8)[0]
+                for k in _words_at(np, data, at, want):
+                    pat = data[k:k + 8]
+                    page = want[pat]
+                    top = struct.unpack("<Q", pat)[0]
+                    if top not in out and k >= 8 and k + 16 <= len(data):
+                        s0 = struct.unpack_from("<Q", data, k - 8)[0]
+                        lim = struct.unpack_from("<Q", data, k + 8)[0]
                         if not (s0 | lim) & 7 and page.start <= s0 <= top < lim <= page.end:
-                            return s0, top, lim
-                    k = data.find(want, k + 1)
+                            out[top] = (s0, top, lim)
                 # (Overlapping the next piece by two words: a triple across the cut.)
                 at += size - 16 if at + size < hi else size
-    return None
+    return out
+
+
+def _words_at(np, data: bytes, at: int, want: dict[bytes, Page]) -> list[int]:
+    """Byte offsets in `data` (read from `at`) of the 8-aligned words that
+    are one of `want`'s: compared as words with NumPy (a byte search for an
+    address, whose high bytes are zeros, crawls through zeroed memory),
+    else by a search for each."""
+    skew = -at & 7
+    if np is not None:
+        n = (len(data) - skew) // 8
+        words = np.frombuffer(data, dtype="<u8", count=n, offset=skew)
+        keys = np.frombuffer(b"".join(want), dtype="<u8")
+        return [skew + 8 * int(i) for i in np.flatnonzero(np.isin(words, keys))]
+    out = []
+    for pat in want:
+        k = data.find(pat)
+        while k != -1:
+            if not (at + k) & 7:
+                out.append(k)
+            k = data.find(pat, k + 1)
+    return sorted(out)
 
 
 def _outside(a: int, b: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

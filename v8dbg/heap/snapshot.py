@@ -963,7 +963,6 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             emit_raw(b",")
             emit_raw(piece)
         g.drop_pages()
-        free_pages()  # (the chunk's digits, written)
         if progress is not None:
             progress.update(g.nodes + b, 2 * g.nodes)
     typed_chunks.close()
@@ -997,7 +996,6 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             else:
                 emit_raw(sep.encode() + _quoted(np, part[a:a + CHUNK]))
             sep = ",\n"
-            free_pages()  # (the chunk's text, written)
     emit("]}\n")
     if c.damaged_pages:
         shown = ", ".join(f"0x{p:x}" for p in c.damaged_pages[:8])

@@ -20,16 +20,13 @@ import os
 import tempfile
 from typing import Any
 
-# Where the files go by default (the system's temporary directory when None).
-DIRECTORY: str | None = None
-
 
 def file_array(np, count: int, dtype, where: str | None = None) -> Any:
     """A zeroed array of `count` items of `dtype`, in a temporary file's
-    pages (`where`, else DIRECTORY, else the system's place), or in memory
+    pages (in `where`, else the system's temporary directory), or in memory
     where no such file can be made."""
     size = max(int(count) * np.dtype(dtype).itemsize, 1)
-    dirs = [d for d in (where, DIRECTORY) if d] + [None]
+    dirs = ([where] if where else []) + [None]
     for d in dirs:
         try:
             with tempfile.TemporaryFile(prefix=".v8dbg-graph-", dir=d) as f:

@@ -86,10 +86,22 @@ def scan(prog: Program, heap: int | None = None, progress=None,
             r.records.setdefault(m, a)
         return r, None
 
-    records: list = []  # each page's records, in page order
     # Pages damaged from an address: walked again once native memory is
     # read (once, for all of them) for allocation areas that end there.
     later: list = []
+    # The records of each page from the first one put off on, by its number:
+    # added to the census's in page order once that page is walked again.
+    records: dict[int, dict] = {}
+
+    def merge(recs: dict) -> None:
+        for m, a in recs.items():
+            got = acc.get(m)
+            if got is None:
+                got = acc[m] = array("Q")
+            if isinstance(a, array):
+                got.extend(a)
+            else:
+                got.frombytes(a.astype("<u8", copy=False).tobytes())
 
     def tally(p, r, po, k: int) -> None:
         nonlocal total, unknown, skipped, done
@@ -100,19 +112,21 @@ def scan(prog: Program, heap: int | None = None, progress=None,
         if r.damaged:
             damaged.append((k, p.address))
             skipped += r.skipped
-        records[k] = r.records
+        if later:
+            records[k] = r.records
+        else:
+            merge(r.records)
         done += p.end - p.start
         if progress is not None:
             progress.update(done, total_bytes)
 
-    for p in live:
+    for k, p in enumerate(live):
         check_interrupted()
         r, po = walked(p)
-        records.append(None)
         if r.damaged and r.damaged_at and len(later) < MAX_LAB_SEARCHES:
-            later.append((p, r.damaged_at, len(records) - 1))
+            later.append((p, r.damaged_at, k))
             continue
-        tally(p, r, po, len(records) - 1)
+        tally(p, r, po, k)
     if later:
         # An area's unused rest skipped where that walks the page to its end.
         found = labs_at(prog, pages, [t for _, t, _ in later], [MAX_LAB_SEARCH_BYTES])
@@ -126,16 +140,8 @@ def scan(prog: Program, heap: int | None = None, progress=None,
                 p.skips.remove((lab[1], lab[2]))
                 r, po = walked(p)
             tally(p, r, po, k)
-    for recs in records:
-        for m, a in recs.items():
-            got = acc.get(m)
-            if got is None:
-                got = acc[m] = array("Q")
-            if isinstance(a, array):
-                got.extend(a)
-            else:
-                got.frombytes(a.astype("<u8", copy=False).tobytes())
-    del records
+    for k in sorted(records):
+        merge(records.pop(k))
     damaged = [a for _, a in sorted(damaged)]  # (in page order)
     # In map-address order, so every front end lists (and picks representatives) alike.
     stats: dict[int, MapStats] = {}

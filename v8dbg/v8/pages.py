@@ -416,7 +416,7 @@ def labs_at(prog: Program, pages: list[Page], tops: list[int],
                     data = b""
                 budget[0] -= size
                 for k in _words_at(np, data, at, want):
-                    pat = data[k:k + 8]
+                    pat = bytes(data[k:k + 8])  # (a key, whatever a backend returns)
                     page = want[pat]
                     top = struct.unpack("<Q", pat)[0]
                     if top not in out and k >= 8 and k + 16 <= len(data):

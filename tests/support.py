@@ -187,6 +187,15 @@ def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env:
     return d
 
 
+def leak_core(version: str, n: int) -> Path:
+    """leak_growth.js keeping N sessions (tests/test_retained.py's and
+    tests/test_heapsnapshot.py's cores, shared). V8 compiles on the main
+    thread: a concurrent compile finishing between V8's snapshot and the
+    abort would install code in the core that V8's file has not."""
+    return make_core(version, "leak_growth.js", ("--no-concurrent-recompilation",),
+                     env={"V8DBG_LEAK": str(n)})
+
+
 def gcore(pid: int, core: Path) -> None:
     """`gcore` of a process by gdb, written sparse (gdb writes every zero page out)."""
     subprocess.run([GDB, "-nx", "-q", "-batch", "-p", str(pid), "-ex", f"gcore {core}"],

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import heapsnapshot
-from support import FRONTENDS, VERSIONS, json_line, make_core, read_json, run
+from support import FRONTENDS, VERSIONS, json_line, leak_core, read_json, run
 from v8dbg.heap import dominators as D
 
 SMALL, BIG = 1000, 3000
@@ -39,7 +39,7 @@ LEAK = ("Session", "Record")
 
 @lru_cache(maxsize=None)
 def leak(version: str, n: int):
-    return make_core(version, "leak_growth.js", env={"V8DBG_LEAK": str(n)})
+    return leak_core(version, n)
 
 
 def _cmds(version: str) -> list[str]:

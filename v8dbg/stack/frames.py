@@ -11,7 +11,7 @@ inlining (Maglev, TurboFan).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
@@ -35,6 +35,9 @@ INTERPRETER_BUILTINS = ("InterpreterEntryTrampoline", "InterpreterEntryTrampolin
 
 MAX_ARGS = 256
 MAX_PROTOTYPES = 16
+# Words above sp searched for the return address of a stub that runs on its
+# caller's frame: a trampoline has pushed nothing yet, a prologue one to three.
+MAX_STUB_WORDS = 4
 
 
 @dataclass
@@ -135,12 +138,24 @@ class StackDecoder:
         machine = walk(self.prog, regs, limit)
         # JS segments the native walk missed come from V8's thread state.
         machine, self.recovery = segments.complete(self.prog, regs, machine, limit)
-        self.machine = machine
         out: list[Frame] = []
-        for depth, mf in enumerate(machine):
-            for fr in self._decode_one(mf, len(out), depth > 0 and not mf.interrupted):
-                fr.depth = depth
-                out.append(fr)
+        split: list[MachineFrame] = []
+        for mf in machine:
+            frames = self._decode_one(mf, len(out), bool(split) and not mf.interrupted)
+            split.append(mf)
+            if len(frames) > 1 and frames[0].kind == "internal" and frames[1].sp != mf.sp:
+                # A stub on its caller's frame, and the caller at the return
+                # address it was called with: two machine frames, as a
+                # debugger's own unwinder finds them.
+                split.append(MachineFrame(frames[1].pc, frames[1].sp, mf.fp, native=False))
+                frames[0].depth = len(split) - 2
+                for fr in frames[1:]:
+                    fr.depth = len(split) - 1
+            else:
+                for fr in frames:
+                    fr.depth = len(split) - 1
+            out.extend(frames)
+        self.machine = split
         for i, fr in enumerate(out):
             fr.index = i
             # A construct call leaves a construct frame just below the callee.
@@ -186,7 +201,7 @@ class StackDecoder:
             fr = self._builtin_exit(base, marker)
             return [fr] if fr is not None else [base]
         try:
-            return self._js_frames(mf, builtin, base)
+            return self._js_frames(mf, builtin, base, caller)
         except (DecodeError, TargetMemoryError, V8DbgError) as e:
             base.kind = "js"
             base.note = why(e)
@@ -217,7 +232,8 @@ class StackDecoder:
         base.tier = "builtin"
         return base
 
-    def _js_frames(self, mf: MachineFrame, builtin: str | None, base: Frame) -> list[Frame]:
+    def _js_frames(self, mf: MachineFrame, builtin: str | None, base: Frame,
+                   caller: bool) -> list[Frame]:
         mem = self.prog.mem
         fn = mem.u64(mf.fp + self.off_function)
         if not self.f.is_function(fn):
@@ -232,8 +248,9 @@ class StackDecoder:
         script = self.f.script(sfi)
         if builtin == UNNAMED_BUILTIN and self._interpreted(mf.fp):
             builtin = "InterpreterEntryTrampoline"  # a stripped binary names no builtin
-        if builtin is not None and builtin not in INTERPRETER_BUILTINS \
-                and not builtin.endswith("Handler"):
+        stub = builtin is not None and builtin not in INTERPRETER_BUILTINS \
+            and not builtin.endswith("Handler")
+        if stub and (script is None or caller):
             # A JS builtin (Array.prototype.map, ...): no script position.
             fr.tier = "builtin"
             fr.script = None
@@ -241,19 +258,78 @@ class StackDecoder:
         if script is not None:
             fr.script = self.f.script_name(script)
             fr.script_address = script
+        if stub:
+            assert builtin is not None
+            return self._under_stub(mf, builtin, fr, fn, sfi, script)
         if builtin is not None:
-            fr.tier = "interpreted"
-            bc = mem.u64(mf.fp + self.off_bc_array)
-            raw = mem.u64(mf.fp + self.off_bc_offset)
-            if not self.h.is_smi(raw):
-                raise DecodeError("interpreted frame without a bytecode offset")
-            offset = self.h.smi(raw) - (self.md.off("BytecodeArray", "data") - 1)
-            fr.bytecode_offset = offset
-            pos = self.f.bytecode_position(bc, offset)
-            self._place(fr, script, pos)
-            return [fr]
+            return [self._interpreter_frame(mf, fr, script)]
         # JIT code on the heap: baseline, Maglev or TurboFan.
         return self.jit.frames(mf, fr, fn, sfi, script)
+
+    def _interpreter_frame(self, mf: MachineFrame, fr: Frame, script: int | None) -> Frame:
+        """An interpreted frame: the bytecode offset the interpreter keeps in it."""
+        mem = self.prog.mem
+        fr.tier = "interpreted"
+        bc = mem.u64(mf.fp + self.off_bc_array)
+        raw = mem.u64(mf.fp + self.off_bc_offset)
+        if not self.h.is_smi(raw):
+            raise DecodeError("interpreted frame without a bytecode offset")
+        offset = self.h.smi(raw) - (self.md.off("BytecodeArray", "data") - 1)
+        fr.bytecode_offset = offset
+        self._place(fr, script, self.f.bytecode_position(bc, offset))
+        return fr
+
+    def _under_stub(self, mf: MachineFrame, builtin: str, fr: Frame, fn: int, sfi: int,
+                    script: int | None) -> list[Frame]:
+        """The thread stopped in a builtin, but fp holds a script function's frame.
+
+        A builtin that implements a JavaScript function runs in a frame of its
+        own, holding that function, which has no script. So this builtin is a
+        stub (a call trampoline, an allocation or arithmetic helper) running
+        on its caller's frame: it has set up none yet, or never does. The stub
+        is the innermost frame; the function is its caller, placed by its
+        bytecode offset when interpreted, else at the return address the stub
+        was called with, if one within the function's code lies just above sp.
+        """
+        top = Frame(fr.index, "internal", mf.pc, mf.fp, mf.sp, symbol=builtin,
+                    frame_type="StubFrame", note="running on its caller's frame")
+        interpreted = self._interpreted(mf.fp)
+        ret = self._return_into(mf.sp, fn, sfi, interpreted)
+        if ret is not None:
+            # The caller resumes at the return address, with the stack above it.
+            fr.pc, fr.sp = ret
+        if interpreted:
+            return [top, self._interpreter_frame(mf, fr, script)]
+        if ret is None:
+            fr.note = f"position unknown: stopped in {builtin} before it set up a frame"
+            return [top, fr]
+        return [top, *self.jit.frames(replace(mf, pc=fr.pc), fr, fn, sfi, script)]
+
+    def _return_into(self, sp: int, fn: int, sfi: int,
+                     interpreted: bool) -> tuple[int, int] | None:
+        """(return address, the caller's sp) for the first of the words just
+        above sp that lies in JIT code of the function sfi, or in the
+        interpreter for an interpreted caller. (Words in other functions'
+        code are passed over: a callee entered before it set up a frame.)"""
+        for i in range(MAX_STUB_WORDS):
+            try:
+                w = self.prog.mem.u64(sp + 8 * i)
+            except TargetMemoryError:
+                return None
+            if interpreted:
+                b = self.prog.builtin_at(w)
+                if b is not None and (b in INTERPRETER_BUILTINS or b.endswith("Handler")):
+                    return w, sp + 8 * (i + 1)
+            elif self.prog.module_for(w) is None:
+                try:
+                    info = self.code.code_for_pc(w, fn)
+                    if info is not None and self.code.is_jit(info.kind) and \
+                            info.start < w <= info.start + info.size and \
+                            self.code.runs_function(info, sfi, w):
+                        return w, sp + 8 * (i + 1)
+                except (DecodeError, TargetMemoryError):
+                    pass
+        return None
 
     def _interpreted(self, fp: int) -> bool:
         """An interpreter frame keeps a BytecodeArray and a Smi offset in its slots."""

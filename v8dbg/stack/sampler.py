@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import TargetMemoryError
 from ..inferior.ptrace import STOP_TIMEOUT, SYNC_WAIT
 from ..inferior.unwind import MachineFrame, walk
-from .frames import INTERPRETER_BUILTINS, Frame, StackDecoder
+from .frames import INTERPRETER_BUILTINS, MAX_STUB_WORDS, Frame, StackDecoder
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -226,8 +226,15 @@ class StackSampler:
                 elif builtin in INTERPRETER_BUILTINS or builtin.endswith("Handler"):
                     key = ("i", fn, mem.u64(mf.fp + dec.off_bc_array),
                            mem.u64(mf.fp + dec.off_bc_offset))
-                else:
+                elif caller:
                     key = ("b", fn, builtin, caller)
+                else:
+                    # Maybe a stub on a script function's frame: where that
+                    # function is comes from its interpreter slots or from a
+                    # return address just above sp (StackDecoder._under_stub).
+                    key = ("b", fn, builtin, caller, mem.u64(mf.fp + dec.off_bc_array),
+                           mem.u64(mf.fp + dec.off_bc_offset),
+                           bytes(mem.read(mf.sp, 8 * MAX_STUB_WORDS)))
         except TargetMemoryError:
             return self._convert(dec.decode_machine_frame(mf, caller))
         entry = self._cache.get(key)
@@ -247,8 +254,6 @@ class StackSampler:
         finally:
             dec.code.first_position_wins = False
         kind, conv = self._convert(frames)
-        if key[0] == "b" and not caller and kind == "js":
-            conv = self._frameless(frames, builtin, conv)
         if kind == "js" and not any(f.note for f in frames):
             checks = self._checks(key, frames, mf.pc)
             if checks is not None:
@@ -264,13 +269,19 @@ class StackSampler:
     def _convert(self, frames: list[Frame]) -> tuple:
         if not frames:
             return "internal", ()
+        stub = None
         if frames[0].kind == "internal":
             if frames[0].frame_type in ("ConstructFrame", "FastConstructFrame"):
                 return "construct", ()
-            return "internal", ()
+            if len(frames) == 1 or frames[1].kind != "js":
+                return "internal", ()
+            # A stub running on its caller's frame: the stub, then the caller.
+            stub, frames = frames[0], frames[1:]
         if frames[0].kind == "native":
             return "native", ((self._native(frames[0]), False),)
         out = []
+        if stub is not None:
+            out.append((ProfileFrame(stub.symbol or "(stub)", None, None, None), True))
         for fr in frames:
             name = fr.function or "(anonymous)"
             if fr.tier == "builtin" or fr.script is None:
@@ -278,30 +289,6 @@ class StackSampler:
             else:
                 out.append((ProfileFrame(name, fr.script, fr.line, fr.column), fr.inlined))
         return "js", tuple(out)
-
-    def _frameless(self, frames: list[Frame], builtin: str | None, conv: tuple) -> tuple:
-        """The interrupted pc is in a builtin, but the frame is a script function's.
-
-        A builtin that implements a JavaScript function (Array.prototype.map)
-        runs in a frame of its own, holding that function, which has no
-        script; a stub (a call trampoline, an arithmetic or allocation helper)
-        runs on its caller's frame before setting up one, if it ever does.
-        Then the stub is the innermost frame and the script function its
-        caller, at a line we do not know.
-        """
-        fr = frames[-1]
-        try:
-            script = self.dec.f.script(fr.sfi) if fr.sfi is not None else None
-        except (TargetMemoryError, ValueError):
-            script = None
-        if script is None or builtin is None:
-            return conv
-        try:
-            name = self.dec.f.script_name(script)
-        except TargetMemoryError:
-            name = None
-        return ((ProfileFrame(builtin, None, None, None), True),
-                (ProfileFrame(fr.function or "(anonymous)", name, None, None), False))
 
     def _checks(self, key: tuple, frames: list[Frame], pc: int) -> tuple | None:
         """Words to re-read before trusting this entry again."""

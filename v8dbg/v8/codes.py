@@ -92,6 +92,20 @@ class Codes:
         info = self.function_code(fn)
         return info if info is not None and info.start <= pc < info.start + info.size else None
 
+    def runs_function(self, info: CodeInfo, sfi: int, pc: int) -> bool:
+        """Is this code a compilation of the function sfi (as the frame that
+        returns to pc)? Baseline code by its bytecode, optimized code by the
+        outermost function of its deoptimization point at pc (True where
+        that cannot be read: nothing says otherwise)."""
+        try:
+            if info.kind == self.baseline:
+                mine = self.f.bytecode_in(info.code)
+                return mine is not None and mine == self.f.bytecode_array(sfi)
+            point = self.deopt_point(info, pc)
+        except (DecodeError, TargetMemoryError):
+            return True
+        return not point.frames or point.frames[-1].sfi == sfi
+
     def is_jit(self, kind: int) -> bool:
         """Baseline, Maglev or TurboFan code (not a builtin such as the interpreter's entry)."""
         return self.baseline <= kind <= self.baseline + 2

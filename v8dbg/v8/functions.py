@@ -183,8 +183,11 @@ class Functions:
 
     def bytecode_array(self, sfi: int) -> int | None:
         """The function's BytecodeArray, through whatever wraps it in this version."""
+        return self.bytecode_in(self.function_data(sfi))
+
+    def bytecode_in(self, data: int) -> int | None:
+        """The BytecodeArray that data is or wraps (interpreter data, baseline code)."""
         h = self.h
-        data = self.function_data(sfi)
         for _ in range(4):
             if not h.is_heap(data):
                 return None

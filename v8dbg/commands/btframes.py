@@ -71,13 +71,16 @@ class BtFrames:
         except Exception:
             return None
 
-    def at(self, tid: int, regs: Registers, pc: int, sp: int, fp: int) -> FrameAt | None:
-        """What jsstack decoded for the machine frame running pc at sp (else fp)."""
+    def at(self, tid: int, regs: Registers, pc: int, sp: int, fp: int,
+           next_pc: int | None = None) -> FrameAt | None:
+        """What jsstack decoded for the machine frame running pc at sp (else
+        fp); with the pc of the debugger's next frame, also the frames its
+        unwinder stepped over (see FrameIndex.at)."""
         prog = self.program()
         if prog is None:
             return None
         idx = self.index(prog, tid, regs)
-        return idx.at(pc, sp, fp) if idx is not None else None
+        return idx.at(pc, sp, fp, next_pc) if idx is not None else None
 
     def caller(self, tid: int, regs: Callable[[], Registers | None], pc: int, sp: int,
                fp: int) -> Registers | None:

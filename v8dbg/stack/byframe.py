@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from ..program import Program
     from .frames import Frame
 
+# Frames of the walk on one frame pointer a debugger's unwinder may step over.
+MAX_SHARED_FP = 2
+
 
 @dataclass
 class FrameAt:
@@ -50,15 +53,29 @@ class FrameIndex:
             if not mf.native:
                 self._by_fp.setdefault((mf.pc, mf.fp), depth)
 
-    def at(self, pc: int, sp: int, fp: int | None = None) -> FrameAt | None:
-        """The machine frame running pc with this sp (else this fp), or None."""
+    def at(self, pc: int, sp: int, fp: int | None = None,
+           next_pc: int | None = None) -> FrameAt | None:
+        """The machine frame running pc with this sp (else this fp), or None.
+
+        A debugger that unwinds by itself (lldb) may step over a frame of the
+        walk that runs on this one's frame pointer (the caller of a stub that
+        has set up no frame): given the pc of the debugger's next frame, such
+        frames are added to this one's."""
         depth = self._by_sp.get((pc, sp))
         if depth is None and fp is not None:
             depth = self._by_fp.get((pc, fp))
         if depth is None:
             return None
-        caller = self.machine[depth + 1] if depth + 1 < len(self.machine) else None
-        return FrameAt(self._frames.get(depth, []), caller)
+        frames = list(self._frames.get(depth, []))
+        last = depth
+        while next_pc is not None and last + 1 < len(self.machine) and \
+                last - depth < MAX_SHARED_FP and \
+                self.machine[last + 1].fp == self.machine[depth].fp and \
+                self.machine[last + 1].pc != next_pc:
+            last += 1
+            frames += self._frames.get(last, [])
+        caller = self.machine[last + 1] if last + 1 < len(self.machine) else None
+        return FrameAt(frames, caller)
 
 
 def is_v8_code(prog: Program, pc: int) -> bool:

@@ -471,6 +471,31 @@ def test_threads_and_idle(version: str) -> None:
     assert total_worker >= 0.4 * s_all["achieved"] * s_all["seconds"], p_all.stderr
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_stub_samples_keep_the_callers_line(version: str) -> None:
+    """stub_call.js's TurboFan `step` calls through V8's call stubs, which run
+    on its frame: a sample in a stub shows it above `step` at the line of
+    the call, as a sample in step itself does (where the return address the
+    stub was called with is found; before, step had no line there)."""
+    text = (FIXTURES / "stub_call.js").read_text().splitlines()
+    call = next(i + 1 for i, ln in enumerate(text) if "fs8[i & 7](s)" in ln)
+    with LiveNode(version, "stub_call.js", ("--allow-natives-syntax",)) as node:
+        p = profile(node.pid, "--duration", "2", "--rate", "499")
+        runs_on_untraced(node)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    rows = [(st.split(";"), int(n)) for st, n in (ln.rsplit(" ", 1) for ln in p.stdout.splitlines())]
+    stub = re.compile(r"^Call(Function)?_Receiver\w* \(<builtin>\)$")
+    under = [(st[-2], n) for st, n in rows if len(st) > 1 and stub.match(st[-1])]
+    total = sum(n for _, n in rows)
+    # Call stubs take a good share of this loop's time (a fifth to a half).
+    assert sum(n for _, n in under) > 0.05 * total, p.stdout
+    # Each caller with its line: step at the call (main's call of step, now
+    # and then, at its own).
+    assert all(re.search(r"stub_call\.js:\d+\)$", f) for f, _ in under), under
+    assert all(f.endswith(f"stub_call.js:{call})") for f, _ in under if f.startswith("step (")), under
+    assert sum(n for f, n in under if f.startswith("step (")) > 0.9 * sum(n for _, n in under), under
+
+
 def test_not_node_and_no_such_process() -> None:
     sleeper = subprocess.Popen(["/bin/sleep", "60"])
     try:

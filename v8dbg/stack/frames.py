@@ -38,6 +38,11 @@ MAX_PROTOTYPES = 16
 # Words above sp searched for the return address of a stub that runs on its
 # caller's frame: a trampoline has pushed nothing yet, a prologue one to three.
 MAX_STUB_WORDS = 4
+STUB_NOTE = "no frame of its own: the frame pointer is the next frame's"
+# A word this near sp points into the stack; a return address's code header
+# is looked for at most this far back (a pc's, 1 MB: codes.SCAN_LIMIT).
+STACK_NEAR = 8 << 20
+STUB_CODE_SCAN = 256 << 10
 
 
 @dataclass
@@ -285,32 +290,50 @@ class StackDecoder:
 
         A builtin that implements a JavaScript function runs in a frame of its
         own, holding that function, which has no script. So this builtin is a
-        stub (a call trampoline, an allocation or arithmetic helper) running
-        on its caller's frame: it has set up none yet, or never does. The stub
-        is the innermost frame; the function is its caller, placed by its
-        bytecode offset when interpreted, else at the return address the stub
-        was called with, if one within the function's code lies just above sp.
+        stub (a call trampoline, an allocation or arithmetic helper, or one
+        that builds or tears down the function's frame) running on that
+        function's frame. The stub is the innermost frame; the function is
+        placed by its bytecode offset when interpreted, else at the return
+        address the stub was called with, if one into the function's code
+        lies just above sp.
         """
         top = Frame(fr.index, "internal", mf.pc, mf.fp, mf.sp, symbol=builtin,
-                    frame_type="StubFrame", note="running on its caller's frame")
+                    frame_type="StubFrame", note=STUB_NOTE)
         interpreted = self._interpreted(mf.fp)
         ret = self._return_into(mf.sp, fn, sfi, interpreted)
-        if ret is not None:
+        try:
+            if interpreted:
+                if ret is not None:
+                    fr.pc, fr.sp = ret
+                return [top, self._interpreter_frame(mf, fr, script)]
+            if ret is None:
+                fr.note = f"position unknown: stopped in {builtin}, no return address " \
+                          "into the function's code above sp"
+                return [top, fr]
+            # A return address: the interrupted pc's rule for a line does
+            # not apply (see Codes.first_position_wins).
+            first, self.code.first_position_wins = self.code.first_position_wins, False
+            try:
+                frames = self.jit.frames(replace(mf, pc=ret[0]), fr, fn, sfi, script)
+            finally:
+                self.code.first_position_wins = first
             # The caller resumes at the return address, with the stack above it.
             fr.pc, fr.sp = ret
-        if interpreted:
-            return [top, self._interpreter_frame(mf, fr, script)]
-        if ret is None:
-            fr.note = f"position unknown: stopped in {builtin} before it set up a frame"
+            for g in frames:
+                g.pc, g.sp = ret
+            return [top, *frames]
+        except (DecodeError, TargetMemoryError, V8DbgError) as e:
+            fr.note = why(e)
             return [top, fr]
-        return [top, *self.jit.frames(replace(mf, pc=fr.pc), fr, fn, sfi, script)]
 
     def _return_into(self, sp: int, fn: int, sfi: int,
                      interpreted: bool) -> tuple[int, int] | None:
         """(return address, the caller's sp) for the first of the words just
         above sp that lies in JIT code of the function sfi, or in the
         interpreter for an interpreted caller. (Words in other functions'
-        code are passed over: a callee entered before it set up a frame.)"""
+        code are passed over: a callee entered before it set up a frame.)
+        Words that point into the stack are no code; for the others the
+        search back for a code header is shorter than for a pc."""
         for i in range(MAX_STUB_WORDS):
             try:
                 w = self.prog.mem.u64(sp + 8 * i)
@@ -320,9 +343,9 @@ class StackDecoder:
                 b = self.prog.builtin_at(w)
                 if b is not None and (b in INTERPRETER_BUILTINS or b.endswith("Handler")):
                     return w, sp + 8 * (i + 1)
-            elif self.prog.module_for(w) is None:
+            elif abs(w - sp) >= STACK_NEAR and self.prog.module_for(w) is None:
                 try:
-                    info = self.code.code_for_pc(w, fn)
+                    info = self.code.code_for_pc(w, fn, STUB_CODE_SCAN)
                     if info is not None and self.code.is_jit(info.kind) and \
                             info.start < w <= info.start + info.size and \
                             self.code.runs_function(info, sfi, w):

@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from ..errors import TargetMemoryError
+from ..errors import DecodeError, TargetMemoryError
 from ..inferior.ptrace import STOP_TIMEOUT, SYNC_WAIT
 from ..inferior.unwind import MachineFrame, walk
-from .frames import INTERPRETER_BUILTINS, MAX_STUB_WORDS, Frame, StackDecoder
+from .frames import INTERPRETER_BUILTINS, MAX_STUB_WORDS, STUB_NOTE, Frame, StackDecoder
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -226,12 +226,12 @@ class StackSampler:
                 elif builtin in INTERPRETER_BUILTINS or builtin.endswith("Handler"):
                     key = ("i", fn, mem.u64(mf.fp + dec.off_bc_array),
                            mem.u64(mf.fp + dec.off_bc_offset))
-                elif caller:
+                elif caller or not self._has_script(fn):
                     key = ("b", fn, builtin, caller)
                 else:
-                    # Maybe a stub on a script function's frame: where that
-                    # function is comes from its interpreter slots or from a
-                    # return address just above sp (StackDecoder._under_stub).
+                    # A stub on a script function's frame: where that function
+                    # is comes from its interpreter slots or from a return
+                    # address just above sp (StackDecoder._under_stub).
                     key = ("b", fn, builtin, caller, mem.u64(mf.fp + dec.off_bc_array),
                            mem.u64(mf.fp + dec.off_bc_offset),
                            bytes(mem.read(mf.sp, 8 * MAX_STUB_WORDS)))
@@ -254,13 +254,21 @@ class StackSampler:
         finally:
             dec.code.first_position_wins = False
         kind, conv = self._convert(frames)
-        if kind == "js" and not any(f.note for f in frames):
+        if kind == "js" and not any(f.note for f in frames if f.note != STUB_NOTE):
             checks = self._checks(key, frames, mf.pc)
             if checks is not None:
                 if len(self._cache) > MAX_CACHE:
                     self._cache.clear()
                 self._cache[key] = _Entry(conv, checks)
         return kind, conv
+
+    def _has_script(self, fn: int) -> bool:
+        """Is fn a script's function (not one of V8's JS builtins)?"""
+        f = self.dec.f
+        try:
+            return f.is_function(fn) and f.script(f.shared(fn)) is not None
+        except (DecodeError, TargetMemoryError, ValueError):
+            return False
 
     def _native(self, fr: Frame) -> ProfileFrame:
         name = fr.symbol or "??"

@@ -52,14 +52,19 @@ class Codes:
 
     # -- finding code --------------------------------------------------
 
-    def code_for_pc(self, pc: int, fn: int | None = None) -> CodeInfo | None:
+    def code_for_pc(self, pc: int, fn: int | None = None,
+                    limit: int = SCAN_LIMIT) -> CodeInfo | None:
+        """The code holding pc (fn's current code first, where given), its
+        header looked for at most `limit` bytes back."""
         if pc in self._cache:
             return self._cache[pc]
         info = None
         if fn is not None:
             info = self._from_function(fn, pc)
         if info is None:
-            info = self._scan_back(pc)
+            info = self._scan_back(pc, limit)
+        if info is None and limit < SCAN_LIMIT:
+            return None  # a shorter search: not the last word on this pc
         if len(self._cache) > 10000:
             self._cache.clear()
         self._cache[pc] = info
@@ -110,13 +115,13 @@ class Codes:
         """Baseline, Maglev or TurboFan code (not a builtin such as the interpreter's entry)."""
         return self.baseline <= kind <= self.baseline + 2
 
-    def _scan_back(self, pc: int) -> CodeInfo | None:
+    def _scan_back(self, pc: int, limit: int = SCAN_LIMIT) -> CodeInfo | None:
         """Walk back from pc, word by word, to the header of the object holding it
         (code the frame's function no longer runs: replaced since, or OSR code)."""
         h = self.h
         mem = self.prog.mem
         addr = pc & ~(SCAN_STEP - 1)
-        lowest = max(pc - SCAN_LIMIT, 0)
+        lowest = max(pc - min(limit, SCAN_LIMIT), 0)
         while addr >= lowest:
             try:
                 word = mem.u64(addr)

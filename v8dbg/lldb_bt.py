@@ -56,7 +56,7 @@ def _text(frame) -> str:
         return ""
     nxt = thread.GetFrameAtIndex(frame.GetFrameID() + 1)
     at = _frames[0].at(thread.GetThreadID(), regs, frame.GetPC(), frame.GetSP(), frame.GetFP(),
-                       nxt.GetPC() if nxt.IsValid() else None)
+                       (nxt.GetPC(), nxt.GetFP()) if nxt.IsValid() else None)
     if at is None or not at.v8:
         return ""
     labels = [lb for lb in (frame_label(fr) for fr in at.frames) if lb]

@@ -72,15 +72,15 @@ class BtFrames:
             return None
 
     def at(self, tid: int, regs: Registers, pc: int, sp: int, fp: int,
-           next_pc: int | None = None) -> FrameAt | None:
+           next_frame: tuple[int, int] | None = None) -> FrameAt | None:
         """What jsstack decoded for the machine frame running pc at sp (else
-        fp); with the pc of the debugger's next frame, also the frames its
-        unwinder stepped over (see FrameIndex.at)."""
+        fp); with the (pc, fp) of the debugger's next frame, also the frames
+        its unwinder stepped over (see FrameIndex.at)."""
         prog = self.program()
         if prog is None:
             return None
         idx = self.index(prog, tid, regs)
-        return idx.at(pc, sp, fp, next_pc) if idx is not None else None
+        return idx.at(pc, sp, fp, next_frame) if idx is not None else None
 
     def caller(self, tid: int, regs: Callable[[], Registers | None], pc: int, sp: int,
                fp: int) -> Registers | None:

@@ -54,13 +54,14 @@ class FrameIndex:
                 self._by_fp.setdefault((mf.pc, mf.fp), depth)
 
     def at(self, pc: int, sp: int, fp: int | None = None,
-           next_pc: int | None = None) -> FrameAt | None:
+           next_frame: tuple[int, int] | None = None) -> FrameAt | None:
         """The machine frame running pc with this sp (else this fp), or None.
 
         A debugger that unwinds by itself (lldb) may step over a frame of the
         walk that runs on this one's frame pointer (the caller of a stub that
-        has set up no frame): given the pc of the debugger's next frame, such
-        frames are added to this one's."""
+        has set up no frame): given the (pc, fp) of the debugger's next
+        frame, such frames are added to this one's. (Both: a function that
+        calls itself through a stub returns to the same pc twice.)"""
         depth = self._by_sp.get((pc, sp))
         if depth is None and fp is not None:
             depth = self._by_fp.get((pc, fp))
@@ -68,10 +69,10 @@ class FrameIndex:
             return None
         frames = list(self._frames.get(depth, []))
         last = depth
-        while next_pc is not None and last + 1 < len(self.machine) and \
+        while next_frame is not None and last + 1 < len(self.machine) and \
                 last - depth < MAX_SHARED_FP and \
                 self.machine[last + 1].fp == self.machine[depth].fp and \
-                self.machine[last + 1].pc != next_pc:
+                (self.machine[last + 1].pc, self.machine[last + 1].fp) != next_frame:
             last += 1
             frames += self._frames.get(last, [])
         caller = self.machine[last + 1] if last + 1 < len(self.machine) else None

@@ -6,7 +6,8 @@ while the pc is in the stub. A profiler or a debugger attaching to a busy
 process stops there now and then. gdb stops live node processes at the
 first instruction of such a stub, called from interpreted code (stack.js's
 `die`, calling `spin` for ever) and from TurboFan code (stub_call.js's
-`step`, calling eight functions through one call site), and writes a core.
+`step`, calling eight functions through one call site), and writes a core;
+each is read in the CLI, gdb and lldb.
 
 `jsstack -a` shows the stub innermost, then the caller at the call: `die`
 at its `spin()` in the source, `step` at the position V8's own Error().stack
@@ -118,17 +119,34 @@ def _stub_then(doc: dict, function: str) -> dict:
     return caller
 
 
+def _jsstack(version: str, debugger: str, core: Path) -> tuple[str | None, str]:
+    """(bt, `jsstack -a --json`) from one debugger run; no bt from the CLI."""
+    if debugger == "cli":
+        (stack,) = run_cli(version, core, ["jsstack -a --json"])
+        return None, stack
+    runner = run_gdb if debugger == "gdb" else run_lldb
+    bt, stack = runner(version, ["bt", "jsstack -a --json"], core=core)
+    return bt, stack
+
+
+@pytest.mark.parametrize("debugger", ["cli", "gdb", "lldb"])
 @pytest.mark.parametrize("version", VERSIONS)
-def test_stub_under_interpreted_caller(version):
+def test_stub_under_interpreted_caller(version, debugger):
     d = _stopped_in_stub(version, "stack.js", from_jit=False)
-    every, shown = run_cli(version, d / "core", ["jsstack -a --json", "jsstack --json"])
-    doc = json_line(every)
+    expected = (d / "expected-stack.txt").read_text()
+    bt, stack = _jsstack(version, debugger, d / "core")
+    doc = json_line(stack)
     die = _stub_then(doc, "die")
     assert die["tier"] == "interpreted", die
     assert (die["line"], die["column"]) == _call_position("stack.js", r"for \(;;\) \{ spin", "spin")
-    compare(doc, (d / "expected-stack.txt").read_text())
-    first = json_line(shown)["frames"][0]
-    assert first["kind"] == "js" and first["function"] == "die", first
+    compare(doc, expected)
+    if bt is not None:
+        check(debugger, bt, stack, expected)
+        assert any(s in bt for s in STUBS), bt
+    else:
+        (shown,) = run_cli(version, d / "core", ["jsstack --json"])
+        first = json_line(shown)["frames"][0]
+        assert first["kind"] == "js" and first["function"] == "die", first
 
 
 @pytest.mark.parametrize("debugger", ["cli", "gdb", "lldb"])
@@ -139,12 +157,7 @@ def test_stub_under_turbofan_caller(version, debugger):
     v8 = expected_frames("\n".join(text))
     assert v8[0]["name"].endswith("record") and v8[1]["name"] == "step", v8[:2]
     expected = "\n".join(text[:1] + text[2:])  # from step down
-    if debugger == "cli":
-        (stack,) = run_cli(version, d / "core", ["jsstack -a --json"])
-        bt = None
-    else:
-        runner = run_gdb if debugger == "gdb" else run_lldb
-        bt, stack = runner(version, ["bt", "jsstack -a --json"], core=d / "core")
+    bt, stack = _jsstack(version, debugger, d / "core")
     doc = json_line(stack)
     step = _stub_then(doc, "step")
     assert step["tier"] == "turbofan" and not step["inlined"], step

@@ -33,6 +33,7 @@ from test_bt import check
 from test_stack import compare, expected_frames
 
 from v8dbg.inferior.elf import open_elf
+from v8dbg.inferior.unwind import follows_call
 
 STUBS = ("Call_ReceiverIsAny", "Call_ReceiverIsNullOrUndefined",
          "Call_ReceiverIsNotNullOrUndefined", "CallFunction_ReceiverIsAny",
@@ -168,3 +169,34 @@ def test_stub_under_turbofan_caller(version, debugger):
         # bt names each JS frame as jsstack does, the stub on its own line.
         check(debugger, bt, stack, expected, top="step")
         assert any(s in bt for s in STUBS), bt
+
+
+class _Bytes:
+    """A target whose memory is one byte string from address 0."""
+
+    def __init__(self, data: bytes) -> None:
+        self.mem = self
+        self.data = data
+
+    def read(self, address: int, size: int) -> bytes:
+        return self.data[address:address + size]
+
+
+@pytest.mark.parametrize("code, call", [
+    ([0xE8, 1, 2, 3, 4], True),                    # call rel32
+    ([0xFF, 0xD0], True),                          # call rax
+    ([0x41, 0xFF, 0xD3], True),                    # call r11
+    ([0x41, 0xFF, 0x95, 1, 2, 3, 4], True),        # call [r13+disp32] (V8's builtin table)
+    ([0x41, 0xFF, 0x55, 0x10], True),              # call [r13+disp8]
+    ([0xFF, 0x15, 1, 2, 3, 4], True),              # call [rip+disp32]
+    ([0xFF, 0x94, 0x24, 1, 2, 3, 4], True),        # call [rsp+disp32] (SIB)
+    ([0, 0, 0, 0, 0, 0, 0, 0], False),
+    ([0x48, 0x89, 0xE5], False),                   # mov rbp, rsp
+    ([0xFF, 0xE0], False),                         # jmp rax
+])
+def test_return_addresses_follow_a_call(code, call):
+    """Only words after a call instruction are looked up as return addresses
+    (a costly search back for a code header otherwise, for every heap
+    pointer above sp: the profiler lost samples to it)."""
+    data = bytes(16 - len(code)) + bytes(code)
+    assert follows_call(_Bytes(data), 16) is call

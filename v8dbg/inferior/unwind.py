@@ -37,6 +37,33 @@ class MachineFrame:
     interrupted: bool = False  # resumes at pc (a signal arrived there): pc is no return address
 
 
+def follows_call(prog: Target, addr: int) -> bool:
+    """Could addr be a return address: do the bytes before it end in an
+    x86-64 call (rel32; or through a register or memory operand, ModRM /2,
+    with any REX prefix before it)? A cheap test before a costly lookup."""
+    try:
+        b = prog.mem.read(addr - 8, 8)
+    except TargetMemoryError:
+        return False
+    if b[3] == 0xE8:  # call rel32
+        return True
+    for n in range(2, 8):  # FF /2 taking the last n bytes
+        op, modrm = b[8 - n], b[9 - n]
+        if op != 0xFF or (modrm >> 3) & 7 != 2:
+            continue
+        mod, rm = modrm >> 6, modrm & 7
+        size = 2
+        if mod != 3 and rm == 4:
+            size += 1  # SIB
+        if mod == 1:
+            size += 1
+        elif mod == 2 or (mod == 0 and rm == 5):
+            size += 4
+        if size == n:
+            return True
+    return False
+
+
 def _sigreturn(prog: Target, pc: int) -> bool:
     """Is pc the signal-return trampoline a handler returns into?"""
     cache = prog.sigreturn_pcs

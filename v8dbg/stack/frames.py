@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, TargetMemoryError, V8DbgError, why
 from ..inferior.backend import Registers, ThreadInfo
-from ..inferior.unwind import MachineFrame, walk
+from ..inferior.unwind import MachineFrame, follows_call, walk
 from ..v8.builtins import UNNAMED as UNNAMED_BUILTIN
 from . import segments
 from .byframe import FrameIndex
@@ -332,8 +332,9 @@ class StackDecoder:
         above sp that lies in JIT code of the function sfi, or in the
         interpreter for an interpreted caller. (Words in other functions'
         code are passed over: a callee entered before it set up a frame.)
-        Words that point into the stack are no code; for the others the
-        search back for a code header is shorter than for a pc."""
+        Words that point into the stack, or do not follow a call
+        instruction, are no return address; for the others the search back
+        for a code header is shorter than for a pc."""
         for i in range(MAX_STUB_WORDS):
             try:
                 w = self.prog.mem.u64(sp + 8 * i)
@@ -343,7 +344,8 @@ class StackDecoder:
                 b = self.prog.builtin_at(w)
                 if b is not None and (b in INTERPRETER_BUILTINS or b.endswith("Handler")):
                     return w, sp + 8 * (i + 1)
-            elif abs(w - sp) >= STACK_NEAR and self.prog.module_for(w) is None:
+            elif abs(w - sp) >= STACK_NEAR and self.prog.module_for(w) is None and \
+                    follows_call(self.prog, w):
                 try:
                     info = self.code.code_for_pc(w, fn, STUB_CODE_SCAN)
                     if info is not None and self.code.is_jit(info.kind) and \

@@ -372,3 +372,19 @@ def test_library_found_by_build_id_under_another_name(version, cores, tmp_path):
     compare(doc, (d / "expected-stack.txt").read_text())
     assert "abort" in {f["symbol"] for f in doc["frames"] if f.get("module") == "libc.so.6"}
     assert not any(MOVED_LIBC in w for w in warnings(out)), out[-1000:]
+
+
+def test_builtin_order_is_the_tables_own():
+    """The sorted order of a table's builtins is kept per table by id; an id
+    reused by another table (the first one gone) must not hand the new
+    table the old one's order. (Seen once in a full run: every builtin of
+    19.8.1's stripped binary misnamed after another line's table.)"""
+    sys.path.insert(0, str(ROOT))
+    from v8dbg.v8 import builtins
+    from v8dbg.v8.embedded import BuiltinTable
+    old = BuiltinTable(("A", "B"), (0x2000, 0x1000), (0x3000, 0x2000), 0x1000, 0x2000)
+    new = BuiltinTable(("C", "D"), (0x1000, 0x1800), (0x1800, 0x2000), 0x1000, 0x1000)
+    # As if `old` had lived at `new`'s address: its entry under new's id.
+    builtins._orders[id(new)] = (old, [0x1000, 0x2000], [1, 0])
+    assert builtins.name_in_table(new, 0x1900) == "D"
+    assert builtins.name_in_table(new, 0x1000) == "C"

@@ -22,7 +22,9 @@ def name_in_table(table: "BuiltinTable", link: int) -> str | None:
     return table.names[order[1][i]]
 
 
-_orders: dict[int, tuple[list[int], list[int]]] = {}
+# Per table (by id, the table kept beside its order: an id is reused once
+# its object is gone, and another binary's table may get it).
+_orders: dict[int, tuple["BuiltinTable", list[int], list[int]]] = {}
 
 
 def _order(table: "BuiltinTable") -> tuple[list[int], list[int]]:
@@ -30,13 +32,13 @@ def _order(table: "BuiltinTable") -> tuple[list[int], list[int]]:
     (V8 may lay builtins out in another order than their indices)."""
     key = id(table)
     got = _orders.get(key)
-    if got is None:
+    if got is None or got[0] is not table:
         idx = sorted(range(len(table.starts)), key=table.starts.__getitem__)
-        got = ([table.starts[i] for i in idx], idx)
+        got = (table, [table.starts[i] for i in idx], idx)
         if len(_orders) > 16:
             _orders.clear()
         _orders[key] = got
-    return got
+    return got[1], got[2]
 
 
 def builtin_at(prog: "Program", pc: int) -> str | None:

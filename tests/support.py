@@ -190,9 +190,11 @@ def _make_core(d: Path, version: str, fixture: str, flags: tuple[str, ...], env:
 def leak_core(version: str, n: int) -> Path:
     """leak_growth.js keeping N sessions (tests/test_retained.py's and
     tests/test_heapsnapshot.py's cores, shared). V8 compiles on the main
-    thread: a concurrent compile finishing between V8's snapshot and the
-    abort would install code in the core that V8's file has not."""
-    return make_core(version, "leak_growth.js", ("--no-concurrent-recompilation",),
+    thread, optimized and baseline code alike: a concurrent compile
+    finishing between V8's snapshot and the abort would install code in the
+    core that V8's file has not."""
+    return make_core(version, "leak_growth.js",
+                     ("--no-concurrent-recompilation", "--no-concurrent-sparkplug"),
                      env={"V8DBG_LEAK": str(n)})
 
 

@@ -715,7 +715,9 @@ def test_code_fields(version):
     `interpreter_data`, an InstructionStream's `code`.) Exactly as many:
     the fixture compiles on the main thread, so no compile finishes between
     V8's snapshot and the abort (with concurrent compiles, 0-3 optimized
-    Code objects more in a node 20 core than in V8's file)."""
+    Code objects more in a node 20 core than in V8's file; with concurrent
+    baseline compiles, on by default from node 24, 10 baseline ones more
+    in a node 24 core)."""
     mine = _code_fields(heapsnapshot.read(written(version)[0]))
     theirs = _code_fields(heapsnapshot.read(v8_file(version)))
     for n in _CODE_NOT_V8:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import TargetMemoryError, V8DbgError
 from ..inferior.backend import Registers
-from ..inferior.unwind import MachineFrame, walk
+from ..inferior.unwind import MachineFrame, follows_call, walk
 from ..v8 import layouts, pages
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ def fast_call_frame(prog: Program, t: ThreadTop, rsp: int) -> MachineFrame | Non
     n = len(words) // 8
     for i, w in enumerate(reversed(struct.unpack(f"<{n}Q", words[:8 * n]))):
         if (w == t.fast_pc and not ahead) or (ahead and t.fast_pc < w <= t.fast_pc + FAST_CALL_PC_AHEAD
-                                               and _call_before(prog, w)):
+                                               and follows_call(prog, w)):
             slot = lo + 8 * (n - 1 - i)
             return MachineFrame(w, slot + 8, t.fast_fp, False)
     # No return slot found: the recorded pc still names the code and its frame.
@@ -515,19 +515,7 @@ def _after_call(prog: Program, w: int) -> bool:
     link = lm.link_address(w - 1)
     if link is None or lm.cfi.rule_at(link) is None:
         return False
-    return _call_before(prog, w)
-
-
-def _call_before(prog: Program, w: int) -> bool:
-    """True when the bytes just before w are a call instruction."""
-    try:
-        code = prog.mem.read(w - 7, 7)
-    except TargetMemoryError:
-        return False
-    if code[2] == 0xE8:  # call rel32
-        return True
-    # call r/m64 (ff /2) of 2, 3, 6 or 7 bytes
-    return any(code[7 - n] == 0xFF and (code[8 - n] >> 3) & 7 == 2 for n in (2, 3, 6, 7))
+    return follows_call(prog, w)
 
 
 def _is_lost(prog: Program, mf: MachineFrame) -> bool:

@@ -265,3 +265,34 @@ def test_node_ranges_bounded() -> None:
         assert b - a <= snapshot.CHUNK
         assert b - a == 1 or fe[b] - fe[a] <= snapshot.EDGE_CHUNK
     assert (1, 2) in ranges and (77, 78) in ranges
+
+
+@pytest.mark.parametrize("rows", [snapshot.ROWS, 5])
+def test_merged_rows_as_sorted(monkeypatch, rows: int) -> None:
+    """A range's kept edges with V8's extra edges merged in, a piece at a
+    time, are the rows a stable sort of both by source gives (each extra
+    edge after its source's own edges): extras at the start, at the end,
+    many on one node, none, and a range with no edge of its own; pieces
+    smaller than a node's edges too."""
+    monkeypatch.setattr(snapshot, "ROWS", rows)
+    rng = np.random.default_rng(17)
+    k = 7
+    for nodes, n, m in [(1, 0, 3), (1, 40, 0), (5, 40, 9), (30, 200, 200), (3, 12, 40),
+                        (400, 1000, 30)]:
+        src = np.sort(rng.integers(0, nodes, n))
+        xsrc = np.sort(rng.integers(0, nodes, m))
+        if m > 2:
+            xsrc[0], xsrc[-1] = 0, nodes - 1
+        kinds = rng.integers(0, 7, n).astype(np.uint8)
+        names = rng.integers(0, 10**6, n).astype(np.uint32)
+        to = rng.integers(0, 10**5, n).astype(np.int32)
+        xk = rng.integers(0, 7, m).astype(np.uint8)
+        xn = rng.integers(0, 10**6, m).astype(np.uint32)
+        xr = rng.integers(0, 10**5, m).astype(np.int32)
+        # Extra edge i goes before kept edge xpos[i]: after its source's own.
+        xpos = np.searchsorted(src, xsrc, side="right").astype(np.int64)
+        got = b",".join(snapshot._merged_rows(np, kinds, names, to, k, xpos, xk, xn, xr))
+        order = np.argsort(np.concatenate([src, xsrc]), kind="stable")
+        want = [np.concatenate([a, b])[order] for a, b in
+                [(kinds, xk), (names, xn), (to.astype(np.int64) * k, xr.astype(np.int64) * k)]]
+        assert got == _expected(want), (nodes, n, m)

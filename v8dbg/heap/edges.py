@@ -825,6 +825,7 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         # Node indices fit 32 bits (edge_to holds them so).
         owners, stores = srcs[mine].astype(np.uint32), g.edge_to[at[mine]]
         del at, srcs, mine
+        g.drop_pages()  # (edge_to read across the graph)
         sm = node_map[stores]
         fm = [m for m in unique(np, sm).tolist() if _map_type(h, m) == fixed]
         ok = np.isin(sm, np.array(fm, dtype=np.uint64))
@@ -832,6 +833,7 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         owners, stores = owners[ok], stores[ok]
         # The stores' slots, some SCAN_PIECE at a time (a bigger store alone).
         ends = np.cumsum(fe[stores + 1] - fe[stores])
+        g.drop_pages()  # (first_edge read across the graph)
         i = 0
         while i < len(stores):
             base = int(ends[i - 1]) if i else 0

@@ -6,15 +6,33 @@ arrays reuse those pages without faulting them in again. The cost: the
 temporaries of one phase that the next does not fit into stay resident on
 top of what that phase holds. Between such phases (the writer's extra
 edges and its typed edges) the allocator is asked (glibc's `malloc_trim`)
-to return its free pages; elsewhere (no glibc) this does nothing.
+to return its free pages; elsewhere (no glibc) this does nothing. Within a
+phase that makes and drops arrays a piece at a time, it is asked only once
+this process has grown by some tens of MB since the last time
+(`free_pages_if_grown`): seldom enough that the pages reused meanwhile are
+not faulted in again each piece.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any
 
 _trim: Any = None
+_at_trim = 0  # this process's own resident memory after the last trim
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _own_resident() -> int:
+    """Bytes of this process's resident memory that are its own (not a
+    file's pages), 0 where unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            f = fh.read().split()
+        return (int(f[1]) - int(f[2])) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def free_pages() -> None:
@@ -32,3 +50,19 @@ def free_pages() -> None:
             _trim = f
     if _trim:
         _trim(0)
+        global _at_trim
+        _at_trim = _own_resident()
+
+
+def free_pages_if_grown(margin: int = 32 << 20) -> None:
+    """free_pages() when this process's own resident memory has grown by more
+    than `margin` since the last: a phase that makes and drops arrays of
+    varying sizes a piece at a time touches more and more of the allocator's
+    free pages (held, never returned, in the CLI), and its resident size
+    would grow to the allocator's high-water mark however little it holds
+    at once."""
+    if _trim is False:
+        return
+    now = _own_resident()
+    if now and now - _at_trim > margin:
+        free_pages()

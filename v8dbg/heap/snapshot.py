@@ -38,7 +38,7 @@ from . import graph as gmod
 from .edges import (Extra, MapCodes, NodeMaps, StringTable, Typed, buffer_data,
                     extra_edges, type_edges)
 from .locations import Location, Locations
-from .release import free_pages
+from .release import free_pages, free_pages_if_grown
 from .selfsize import node_maps as _node_maps, snapshot_sizes
 from .strtable import BULK_PIECE, Bulk, gather
 
@@ -431,6 +431,27 @@ def _decimal_rows(np, cols) -> memoryview:
         pos += w + 1
     flat = mat.ravel()
     return memoryview(flat[flat != 0][:-1])
+
+
+def _merged_rows(np, kinds, names, to, k: int, xpos, xkinds, xnames, xrows):
+    """The edges (kind, name, row * k) formatted as `_decimal_parts`, with
+    the extra edges xkinds/xnames/xrows inserted, each before the edge
+    numbered xpos (ascending; len(kinds) for after the last): a piece of
+    ROWS edges at a time, so that a node of a million edges needs no
+    merged copy of its arrays."""
+    n, m = len(kinds), len(xpos)
+    p = xi = 0
+    while p < n or xi < m:
+        q = min(p + ROWS, n)
+        xj = m if q == n else int(np.searchsorted(xpos, q, side="left"))
+        kk, nn, tt = kinds[p:q], names[p:q], to[p:q].astype(np.int64) * k
+        if xj > xi:
+            at = xpos[xi:xj] - p
+            kk = np.insert(kk, at, xkinds[xi:xj])
+            nn = np.insert(nn, at, xnames[xi:xj])
+            tt = np.insert(tt, at, xrows[xi:xj].astype(np.int64) * k)
+        yield from _decimal_parts(np, [kk, nn, tt])
+        p, xi = q, xj
 
 
 def _quoted(np, nums) -> memoryview | bytes:
@@ -874,6 +895,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
                          np.packbits(ok))
         edge_chunks.append((a, b, len(edge_strings.items)))
         g.drop_pages()  # (the range's edges typed)
+        free_pages_if_grown()
     # What only the typing and V8's extra edges needed, let go before the nodes:
     # the graph's edges too, all typed and put aside now (the graph is built
     # again by a later command that needs it), and the edge names' lookups.
@@ -944,25 +966,30 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     for a, b, upto in edge_chunks:
         check_interrupted()
         lo, hi = int(fe[a]), int(fe[b])
-        src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
         kinds, names, to, bits = (typed_chunks.take(np) for _ in range(4))
-        ok = np.unpackbits(bits, count=hi - lo).view(bool)
         remap[done:upto] = strings.add_from(edge_strings, done, upto)
         done = upto
         named = (kinds != gmod.E_ELEMENT) & (kinds != gmod.E_HIDDEN)  # (else a number)
         names[named] = remap[names[named]]
-        block = [kinds, names, to.astype(np.int64) * k]
-        del to
+        del named
         xsrc, xkinds, xnames, xto = (extra_chunks.take(np) for _ in range(4))
+        # V8's edges that are no slot, merged in by source: each after the
+        # kept edges of its source and of the nodes before it.
+        xpos = np.zeros(0, dtype=np.int64)
         if len(xsrc):
-            # V8's edges that are no slot, merged in by source.
-            more = [xkinds, xnames, row_of[xto].astype(np.int64) * k]
-            order = np.argsort(np.concatenate([src[ok], xsrc]), kind="stable")
-            block = [np.concatenate([x, y])[order] for x, y in zip(block, more)]
-        for piece in _decimal_parts(np, block):
+            ok = np.unpackbits(bits, count=hi - lo).view(bool)
+            kept_to = np.zeros(hi - lo + 1, dtype=np.int32)
+            np.cumsum(ok, dtype=np.int32, out=kept_to[1:])
+            del ok
+            xpos = kept_to[fe[xsrc.astype(np.int64) + 1] - lo].astype(np.int64)
+            del kept_to
+        for piece in _merged_rows(np, kinds, names, to, k, xpos, xkinds, xnames,
+                                  row_of[xto] if len(xto) else xto):
             emit_raw(b",")
             emit_raw(piece)
+        del kinds, names, to, bits, xsrc, xkinds, xnames, xto, xpos
         g.drop_pages()
+        free_pages_if_grown()
         if progress is not None:
             progress.update(g.nodes + b, 2 * g.nodes)
     typed_chunks.close()
@@ -996,6 +1023,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             else:
                 emit_raw(sep.encode() + _quoted(np, part[a:a + CHUNK]))
             sep = ",\n"
+            free_pages_if_grown()
     emit("]}\n")
     if c.damaged_pages:
         shown = ", ".join(f"0x{p:x}" for p in c.damaged_pages[:8])

@@ -27,3 +27,28 @@ def union(np, a, b) -> Any:
     """The distinct values of a and b together, ascending (np.union1d)."""
     return unique(np, np.concatenate([np.asarray(a).ravel(), np.asarray(b).ravel()]))
 
+
+
+def spliced(np, cols: list, at, values: list) -> list:
+    """np.insert(col, at, value) of each column, the same places in each
+    (`at` as np.insert takes it; a value may be a scalar): the merged
+    positions worked out once for all columns, not once per column, and no
+    more than a scatter into each (the graph's pages and the writer's rows
+    splice several parallel columns at a time)."""
+    at = np.asarray(at, dtype=np.int64)
+    m = len(at)
+    n = len(cols[0])
+    if m and not bool((at[1:] >= at[:-1]).all()):
+        order = np.argsort(at, kind="stable")  # (np.insert's order for unsorted places)
+        at = at[order]
+        values = [v if np.ndim(v) == 0 else np.asarray(v)[order] for v in values]
+    where = at + np.arange(m, dtype=np.int64)  # each new item's place in the result
+    rest = np.ones(n + m, dtype=bool)
+    rest[where] = False
+    out = []
+    for c, v in zip(cols, values):
+        o = np.empty(n + m, dtype=c.dtype)
+        o[where] = v
+        o[rest] = c
+        out.append(o)
+    return out

@@ -59,7 +59,7 @@ from ..v8.dispatch import applies as dispatch_applies
 from ..v8.pages import layout, read_only_pages
 from .walk import (K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2, NumpyPages, Walker, _code_owners,
                    page_objects)
-from .arrays import unique
+from .arrays import spliced, unique
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -506,18 +506,15 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
         mto, mok = mto[which], mok[which]
         objs = np.flatnonzero(mok)
         into = np.searchsorted(owner, objs)
-        owner = np.insert(owner, into, objs)
-        to = np.insert(to, into, mto[objs].astype(np.uint32))
-        kind = np.insert(kind, into, np.uint8(E_INTERNAL))
-        off = np.insert(off, into, np.uint32(0))
+        owner, to, kind, off = spliced(np, [owner, to, kind, off], into,
+                                       [objs, mto[objs].astype(np.uint32),
+                                        np.uint8(E_INTERNAL), np.uint32(0)])
         a, b = np.searchsorted(xsrc, [k, k + len(starts)])
         if b > a:
             src = xsrc[a:b] - k
             into = np.searchsorted(owner, src, side="right")
-            owner = np.insert(owner, into, src)
-            to = np.insert(to, into, xto[a:b])
-            kind = np.insert(kind, into, np.uint8(E_INTERNAL))
-            off = np.insert(off, into, xname[a:b])
+            owner, to, kind, off = spliced(np, [owner, to, kind, off], into,
+                                           [src, xto[a:b], np.uint8(E_INTERNAL), xname[a:b]])
         degree[k:k + len(starts)] = np.bincount(owner, minlength=len(starts))
         edge_to[at:at + len(to)] = to
         edge_type[at:at + len(to)] = kind

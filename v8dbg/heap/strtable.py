@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any, Iterator
 
-from .arrays import unique
+from .arrays import spliced, unique
 from . import graph as gmod
 
 # Numbers a string may stand for in the number table: V8's largest
@@ -280,9 +280,7 @@ class StringTable:
         h1, h2, idx = h1[order], h2[order], idx[order].astype(np.int32)
         if self._h1 is not None and len(self._h1):
             at = np.searchsorted(self._h1, h1, side="right")
-            h1 = np.insert(self._h1, at, h1)
-            h2 = np.insert(self._h2, at, h2)
-            idx = np.insert(self._hi, at, idx)
+            h1, h2, idx = spliced(np, [self._h1, self._h2, self._hi], at, [h1, h2, idx])
         self._h1, self._h2, self._hi = h1, h2, idx
         if len(self._h1) > 1:
             cut = np.flatnonzero(np.diff(self._h1)) + 1

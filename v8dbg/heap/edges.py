@@ -1057,6 +1057,14 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
                 add(src, key if symbol else part[:3] + " " + key,
                     np.full(np.shape(src), t, dtype=np.int64))
 
+    texts: dict[int, str] = {}  # key -> its text: the same keys recur across maps
+
+    def key_text(key: int) -> str:
+        got = texts.get(key)
+        if got is None:
+            got = texts[key] = _key_text(prog, key)
+        return got
+
     proto = strings.add("__proto__")
     for k, m in enumerate(um.tolist()):
         if k % 64 == 63:
@@ -1091,12 +1099,12 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
             p2, o2, vals = _slot_targets(np, g, arrays, offs)
             for key, _acc, where in outside:
                 hit = o2 == o_data + 8 * where
-                add(owners[p2[hit]], _key_text(prog, key), vals[hit])
+                add(owners[p2[hit]], key_text(key), vals[hit])
         for key, acc, inobj, where in fields:
             if inobj is not None:
                 continue
             t = int(g.indices(np.array([where], dtype=np.uint64))[0])
-            name = _key_text(prog, key)
+            name = key_text(key)
             if not acc:
                 add(sel, name, np.full(len(sel), t, dtype=np.int64))
             else:
@@ -1134,7 +1142,7 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
                 continue
             t = g.indices(np.asarray([p.value for p in props], dtype=np.uint64))
             for p, node in zip(props, t.tolist()):
-                name = _key_text(prog, p.key)
+                name = key_text(p.key)
                 if not p.accessor:
                     if node >= 0 and keep[node]:
                         b_src.append(i)

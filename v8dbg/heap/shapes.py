@@ -61,6 +61,7 @@ class Shapes:
         self._by_proto: dict[int, tuple[str | None, int | None]] = {}
         self._named: dict[int, str | None] = {}
         self._tag_keys: dict[int, bool] = {}
+        self._tags: dict[int, int | None] = {}  # object -> its own toStringTag, read once
         md = self.md
         self.o_ctor = md.off("Map", "constructor_or_back_pointer")
         self.o_proto = md.off("Map", "prototype")
@@ -168,7 +169,15 @@ class Shapes:
     def _own_tag(self, obj: int, props: list | None) -> int | None:
         """The value of an own data property Symbol.toStringTag (V8's GetDataProperty)."""
         if props is None:
-            return self.v.own_data_property(obj, symbol_desc="Symbol.toStringTag")
+            # (An object's name and its location each ask for its map's
+            # first object's: its properties read once.)
+            if obj in self._tags:
+                return self._tags[obj]
+            tag = self.v.own_data_property(obj, symbol_desc="Symbol.toStringTag")
+            if len(self._tags) > 100000:
+                self._tags.clear()
+            self._tags[obj] = tag
+            return tag
         v = self.v
         known = self._tag_keys
         for p in props:

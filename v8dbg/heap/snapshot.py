@@ -34,6 +34,7 @@ from ..interrupt import check_interrupted
 from ..v8 import rootnames
 from ..v8.layouts import heap_snapshot_meta, script_context_table_is_array
 from . import census, roots
+from .arrays import spliced
 from . import graph as gmod
 from .edges import (Extra, MapCodes, NodeMaps, StringTable, Typed, buffer_data,
                     extra_edges, type_edges)
@@ -231,7 +232,10 @@ class _Namer:
         got = self.sfi_names.get((sfi, own))
         if got is None:
             try:
-                got = self.v.f.name(sfi) if own else self.v.f.debug_name(sfi)
+                # (The debug name is the own name, else the inferred one: the
+                # own name read once for both.)
+                got = self.v.f.name(sfi) if own else \
+                    self._sfi_name(sfi, True) or self.v.f.inferred_name(sfi)
             except (DecodeError, TargetMemoryError):
                 got = ""  # unreadable: V8's name of an anonymous function
             self.sfi_names[(sfi, own)] = got
@@ -446,10 +450,9 @@ def _merged_rows(np, kinds, names, to, k: int, xpos, xkinds, xnames, xrows):
         xj = m if q == n else int(np.searchsorted(xpos, q, side="left"))
         kk, nn, tt = kinds[p:q], names[p:q], to[p:q].astype(np.int64) * k
         if xj > xi:
-            at = xpos[xi:xj] - p
-            kk = np.insert(kk, at, xkinds[xi:xj])
-            nn = np.insert(nn, at, xnames[xi:xj])
-            tt = np.insert(tt, at, xrows[xi:xj].astype(np.int64) * k)
+            kk, nn, tt = spliced(np, [kk, nn, tt], xpos[xi:xj] - p,
+                                 [xkinds[xi:xj], xnames[xi:xj],
+                                  xrows[xi:xj].astype(np.int64) * k])
         yield from _decimal_parts(np, [kk, nn, tt])
         p, xi = q, xj
 
@@ -598,10 +601,10 @@ def _inserted(np, xe: Extra, src, kinds, names, to) -> Extra:
     order = np.argsort(src, kind="stable")
     src = np.asarray(src)[order].astype(xe.src.dtype)
     at = np.searchsorted(xe.src, src, side="right")
-    return Extra(np.insert(xe.src, at, src), np.insert(xe.kinds, at, np.asarray(kinds)[order]),
-                 np.insert(xe.names, at, np.asarray(names)[order]),
-                 np.insert(xe.to, at, np.asarray(to)[order].astype(xe.to.dtype)),
-                 xe.globals, xe.notes)
+    cols = spliced(np, [xe.src, xe.kinds, xe.names, xe.to], at,
+                   [src, np.asarray(kinds)[order], np.asarray(names)[order],
+                    np.asarray(to)[order].astype(xe.to.dtype)])
+    return Extra(*cols, xe.globals, xe.notes)
 
 
 def _root_names(np, prog: Program, g: gmod.Graph, strings: StringTable) -> tuple[Any, Any]:

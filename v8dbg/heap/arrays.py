@@ -31,7 +31,8 @@ def union(np, a, b) -> Any:
 
 def spliced(np, cols: list, at, values: list) -> list:
     """np.insert(col, at, value) of each column, the same places in each
-    (`at` as np.insert takes it; a value may be a scalar): the merged
+    (`at`: places from 0 to len(col), one per value; a value may be a
+    scalar, not a shorter array): the merged
     positions worked out once for all columns, not once per column, and no
     more than a scatter into each (the graph's pages and the writer's rows
     splice several parallel columns at a time)."""

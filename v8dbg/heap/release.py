@@ -63,6 +63,9 @@ def free_pages_if_grown(margin: int = 32 << 20) -> None:
     at once."""
     if _trim is False:
         return
+    global _at_trim
     now = _own_resident()
     if now and now - _at_trim > margin:
         free_pages()
+    elif now and now < _at_trim:
+        _at_trim = now  # (shrunk since: growth counts from here)

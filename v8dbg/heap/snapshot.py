@@ -110,7 +110,8 @@ class _Namer:
                                            self.md.types.get("JS_PROXY_TYPE", 1 << 16))
         self.per_map: dict[int, tuple[int, int | None, str]] = {}
         self.seq: dict[int, bool | None] = {}
-        self.sfi_names: dict[tuple[int, bool], str] = {}  # (sfi, own name?) -> name
+        # (sfi, own name?) -> name; (sfi, None): its own name is unreadable
+        self.sfi_names: dict[tuple[int, bool | None], str] = {}
 
     def of_map(self, m: int) -> tuple[int, int | None, str]:
         """(node type, name index or None when named per object, per-object rule)."""
@@ -232,12 +233,18 @@ class _Namer:
         got = self.sfi_names.get((sfi, own))
         if got is None:
             try:
-                # (The debug name is the own name, else the inferred one: the
-                # own name read once for both.)
-                got = self.v.f.name(sfi) if own else \
-                    self._sfi_name(sfi, True) or self.v.f.inferred_name(sfi)
+                if own:
+                    got = self.v.f.name(sfi)
+                else:
+                    # (The debug name is the own name, else the inferred one:
+                    # the own name read once for both; unreadable, no name.)
+                    got = self._sfi_name(sfi, True)
+                    if not got and (sfi, None) not in self.sfi_names:
+                        got = self.v.f.inferred_name(sfi)
             except (DecodeError, TargetMemoryError):
                 got = ""  # unreadable: V8's name of an anonymous function
+                if own:
+                    self.sfi_names[(sfi, None)] = got  # (marks it unreadable)
             self.sfi_names[(sfi, own)] = got
         return got
 

@@ -14,7 +14,13 @@ from typing import Callable, Protocol
 from ..errors import TargetMemoryError
 from .disasm import Disassembly
 
-PAGE = 4096
+_PAGE_BITS = 12
+PAGE = 1 << _PAGE_BITS
+
+_U64, _I64 = struct.Struct("<Q").unpack_from, struct.Struct("<q").unpack_from
+_U32, _I32 = struct.Struct("<I").unpack_from, struct.Struct("<i").unpack_from
+_U16, _I16 = struct.Struct("<H").unpack_from, struct.Struct("<h").unpack_from
+_U8 = struct.Struct("<B").unpack_from
 
 
 @dataclass
@@ -166,26 +172,42 @@ class Memory:
         except TargetMemoryError:
             return False
 
+    def _word(self, address: int, size: int, unpack) -> int:
+        """A fixed-size value read and unpacked in place from its cached page
+        (the decoders' most frequent read: no slice, no join), else through
+        `read` (across pages, or out of range: its error)."""
+        off = address & (PAGE - 1)
+        if off <= PAGE - size and 0 <= address < 1 << 64:
+            pno = address >> _PAGE_BITS
+            try:
+                p = self._pages[pno]
+            except KeyError:
+                p = self._page(pno)
+            if p is None:
+                raise TargetMemoryError(address, size)
+            return unpack(p, off)[0]
+        return unpack(self.read(address, size))[0]
+
     def u64(self, address: int) -> int:
-        return struct.unpack("<Q", self.read(address, 8))[0]
+        return self._word(address, 8, _U64)
 
     def i64(self, address: int) -> int:
-        return struct.unpack("<q", self.read(address, 8))[0]
+        return self._word(address, 8, _I64)
 
     def u32(self, address: int) -> int:
-        return struct.unpack("<I", self.read(address, 4))[0]
+        return self._word(address, 4, _U32)
 
     def i32(self, address: int) -> int:
-        return struct.unpack("<i", self.read(address, 4))[0]
+        return self._word(address, 4, _I32)
 
     def u16(self, address: int) -> int:
-        return struct.unpack("<H", self.read(address, 2))[0]
+        return self._word(address, 2, _U16)
 
     def i16(self, address: int) -> int:
-        return struct.unpack("<h", self.read(address, 2))[0]
+        return self._word(address, 2, _I16)
 
     def u8(self, address: int) -> int:
-        return self.read(address, 1)[0]
+        return self._word(address, 1, _U8)
 
     def f64(self, address: int) -> float:
         return struct.unpack("<d", self.read(address, 8))[0]

@@ -15,7 +15,7 @@ import sys
 
 import lldb  # type: ignore[import-not-found]
 
-from . import lldb_bt
+from . import lldb_bt, numpylib
 from .commands import Session, load_all
 from .commands.btframes import BtFrames
 from .errors import TargetMemoryError, V8DbgError
@@ -33,7 +33,7 @@ def _system_packages() -> None:
     it then leaves out as well; the system's, built for the libpython lldb
     runs, are added last."""
     try:
-        import numpy  # noqa: F401
+        numpylib.load()
     except ImportError:
         d = "/usr/lib/python3/dist-packages"
         if os.path.isdir(d) and d not in sys.path:
@@ -41,7 +41,7 @@ def _system_packages() -> None:
         # Imported now, while the plugin loads: imported first inside a
         # command, it swallowed what that command's `script` line printed.
         try:
-            import numpy  # noqa: F401,F811
+            numpylib.load()
         except ImportError:
             pass
 

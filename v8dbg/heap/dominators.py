@@ -32,6 +32,7 @@ from typing import Any
 from .arrays import unique
 from . import mapped
 from .release import free_pages
+from .. import numpylib
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted
 
@@ -57,8 +58,7 @@ class DominatorTree:
 
 def _np():
     try:
-        import numpy
-        return numpy
+        return numpylib.load()
     except ImportError:
         raise V8DbgError("retained sizes need NumPy (python3-numpy)") from None
 

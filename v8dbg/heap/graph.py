@@ -49,6 +49,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .. import numpylib
 from ..errors import DecodeError, TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
 from . import budget, census, roots
@@ -81,7 +82,7 @@ MAX_NODES = 1 << 31
 def numpy():
     """NumPy, which the graph needs (it keeps the heap in arrays)."""
     try:
-        import numpy as np
+        np = numpylib.load()
     except ImportError as e:
         raise V8DbgError("the heap graph needs NumPy (pip install numpy, or "
                          f"python3-numpy for the debugger's Python): {e}") from None

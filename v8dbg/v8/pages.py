@@ -19,6 +19,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .. import numpylib
 from ..errors import TargetMemoryError, V8DbgError
 from ..interrupt import check_interrupted
 from ..inferior.backend import proc_regions
@@ -592,7 +593,6 @@ def _numpy():
     if os.environ.get("V8DBG_NO_NUMPY"):
         return None
     try:
-        import numpy
-        return numpy
+        return numpylib.load()
     except ImportError:
         return None

@@ -74,6 +74,10 @@ def main() -> None:
     env = installed_env()
     got = []
     for _ in range(max(args.runs, 1)):
+        # A new file each run, as V8's writer made one in a fresh folder:
+        # replacing the last run's file would charge this run with the
+        # freeing of its pages.
+        out.unlink(missing_ok=True)
         dt, cpu, rss, p = timed([sys.executable, "-m", "v8dbg", "jsheapsnapshot", "-o", str(out),
                                  "--core", str(core), "--binary", str(node)], cwd=ROOT, env=env)
         if p.returncode != 0:

@@ -100,6 +100,12 @@ class ValuesBase:
         self._empty_key: dict[int, bool] = {}
         self._symbol_key: dict[int, bool] = {}
         self._key_text: dict[tuple[int, int], str | None] = {}
+        # (key, name, symbol description) -> is that key; (map, name, symbol
+        # description) -> the fast map's own data field of that key (in
+        # object?, where), False for none.
+        self._key_match: dict[tuple[int, str | None, str | None], bool] = {}
+        self._own_field: dict[tuple[int, str | None, str | None],
+                              tuple[bool | None, int] | bool] = {}
 
     def _type(self, name: str) -> int | None:
         return self.t.get(name)

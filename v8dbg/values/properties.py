@@ -22,16 +22,23 @@ from .base import (
 
 
 class Properties(ValuesBase):
-    def own_properties(self, obj: int, cap: int = MAX_PROPERTIES) -> list[Prop]:
-        """Own named properties in enumeration order (string keys, then symbols)."""
+    def _holder(self, obj: int) -> tuple[int, int, int, bool]:
+        """(object, map, bit_field3, dictionary map?) of where obj's own
+        properties live: globalThis is a proxy, whose properties live on the
+        global object behind it."""
         m = self.h.map_of(obj)
         if self.h.map_type(m) == self._type("JS_GLOBAL_PROXY_TYPE"):
-            # globalThis is a proxy; the properties live on the global object behind it.
             g = self.fld(m, "Map", "prototype")
             if self.h.is_heap(g) and self.h.is_type(g, "JS_GLOBAL_OBJECT_TYPE"):
                 obj, m = g, self.h.map_of(g)
         bf3 = self.mem.u32(m - 1 + self.off("Map", "bit_field3"))
-        if (bf3 >> self.md.const("bit_field3_is_dictionary_map_shift", 21)) & 1:
+        return obj, m, bf3, bool((bf3 >> self.md.const("bit_field3_is_dictionary_map_shift",
+                                                       21)) & 1)
+
+    def own_properties(self, obj: int, cap: int = MAX_PROPERTIES) -> list[Prop]:
+        """Own named properties in enumeration order (string keys, then symbols)."""
+        obj, m, bf3, dictionary = self._holder(obj)
+        if dictionary:
             props = self._dictionary_properties(obj, cap)
         else:
             props = self._fast_properties(obj, m, bf3, cap)
@@ -39,19 +46,19 @@ class Properties(ValuesBase):
         return [p for p, s in zip(props, sym) if not s] + [p for p, s in zip(props, sym) if s]
 
     def _fast_properties(self, obj: int, m: int, bf3: int, cap: int) -> list[Prop]:
-        out: list[Prop] = []
-        props_arr: int | None = None
-        for key, accessor, enumerable, inobj, where in self._descriptors(obj, m, bf3, cap):
-            if inobj is None:
-                value = where
-            elif inobj:
-                value = self.mem.u64(obj - 1 + where)
-            else:
-                if props_arr is None:
-                    props_arr = self.fld(obj, "JSReceiver", "raw_properties_or_hash")
-                value = self._property_array_get(obj, props_arr, where)
-            out.append(Prop(key, accessor, enumerable, value))
-        return out
+        return [Prop(key, accessor, enumerable, self._fast_value(obj, inobj, where))
+                for key, accessor, enumerable, inobj, where
+                in self._descriptors(obj, m, bf3, cap)]
+
+    def _fast_value(self, obj: int, inobj: bool | None, where: int) -> int:
+        """The value of one of a fast object's properties (`_descriptors`'s
+        in object? and where)."""
+        if inobj is None:
+            return where
+        if inobj:
+            return self.mem.u64(obj - 1 + where)
+        return self._property_array_get(
+            obj, self.fld(obj, "JSReceiver", "raw_properties_or_hash"), where)
 
     def in_object_fields(self, m: int, cap: int = MAX_PROPERTIES) -> dict[int, int]:
         """Byte offset -> key word of each property a fast map keeps inside its objects."""
@@ -211,21 +218,45 @@ class Properties(ValuesBase):
 
     def own_data_property(self, obj: int, key_name: str | None = None,
                           symbol_desc: str | None = None) -> int | None:
-        """The value of an own data property by string key (or public symbol description)."""
+        """The value of an own data property by string key (or public symbol
+        description). An object has a key once, and a key is one object (V8
+        internalizes them): each key is matched once, and a fast map's
+        descriptor for it found once, then only the value is read."""
         try:
-            props = self.own_properties(obj, 1024)
+            obj, m, bf3, dictionary = self._holder(obj)
+            if dictionary:
+                for p in self._dictionary_properties(obj, 1024):
+                    if not p.accessor and self._key_is(p.key, key_name, symbol_desc):
+                        return p.value
+                return None
+            ck = (m, key_name, symbol_desc)
+            found = self._own_field.get(ck)
+            if found is None:
+                found = next(((inobj, where) for key, accessor, _e, inobj, where
+                              in self._descriptors(obj, m, bf3, 1024)
+                              if not accessor and self._key_is(key, key_name, symbol_desc)),
+                             False)
+                if len(self._own_field) >= KEY_CACHE_LIMIT:
+                    self._own_field.clear()
+                self._own_field[ck] = found
+            return None if found is False else self._fast_value(obj, *found)
         except (DecodeError, TargetMemoryError):
             return None
-        for p in props:
-            if p.accessor:
-                continue
-            if key_name is not None and self.is_string(p.key) and \
-                    self.s.text(p.key, len(key_name) + 1) == key_name:
-                return p.value
-            if symbol_desc is not None and self.is_symbol(p.key) and \
-                    self.symbol_description(p.key) == symbol_desc:
-                return p.value
-        return None
+
+    def _key_is(self, k: int, key_name: str | None, symbol_desc: str | None) -> bool:
+        """Whether property key k is the string key_name or a symbol of
+        description symbol_desc (each key and question looked at once)."""
+        ck = (k, key_name, symbol_desc)
+        v = self._key_match.get(ck)
+        if v is None:
+            v = (key_name is not None and self.is_string(k) and
+                 self.s.text(k, len(key_name) + 1) == key_name) or \
+                (symbol_desc is not None and self._is_symbol_key(k) and
+                 self.symbol_description(k) == symbol_desc)
+            if len(self._key_match) >= KEY_CACHE_LIMIT:
+                self._key_match.clear()
+            self._key_match[ck] = v
+        return v
 
     def map_constructor(self, m: int) -> int:
         """Follow the back pointers to the constructor (JSFunction, template, Smi, null)."""

@@ -179,6 +179,17 @@ class Properties(ValuesBase):
 
     def _hash_entries(self, table: int, start: int, size: int) -> list[tuple[int, ...]]:
         """Live entries of a V8 HashTable: keys not undefined and not the hole."""
+        words = self._table_words(table, start, size)
+        out = []
+        for i in range(start, len(words) - size + 1, size):
+            e = tuple(words[i:i + size])
+            if self._is_empty_key(e[0]):
+                continue
+            out.append(e)
+        return out
+
+    def _table_words(self, table: int, start: int, size: int) -> list[int]:
+        """A V8 HashTable's words: `start` words, then `size` an entry."""
         n = self.fixed_length(table)
         capw = self.h.array_get(table, 2)
         if not self.h.is_smi(capw):
@@ -186,14 +197,7 @@ class Properties(ValuesBase):
         capacity = self.h.smi(capw)
         if capacity < 0 or capacity > MAX_DICT_CAPACITY or start + capacity * size > n:
             raise DecodeError(f"hash table 0x{table:x} has an implausible capacity {capacity}")
-        words = self.fixed_items(table, start + capacity * size)
-        out = []
-        for i in range(capacity):
-            e = tuple(words[start + i * size: start + (i + 1) * size])
-            if self._is_empty_key(e[0]):
-                continue
-            out.append(e)
-        return out
+        return self.fixed_items(table, start + capacity * size)
 
     def _is_symbol_key(self, k: int) -> bool:
         v = self._symbol_key.get(k)
@@ -225,10 +229,7 @@ class Properties(ValuesBase):
         try:
             obj, m, bf3, dictionary = self._holder(obj)
             if dictionary:
-                for p in self._dictionary_properties(obj, 1024):
-                    if not p.accessor and self._key_is(p.key, key_name, symbol_desc):
-                        return p.value
-                return None
+                return self._dictionary_value(obj, key_name, symbol_desc)
             ck = (m, key_name, symbol_desc)
             found = self._own_field.get(ck)
             if found is None:
@@ -242,6 +243,28 @@ class Properties(ValuesBase):
             return None if found is False else self._fast_value(obj, *found)
         except (DecodeError, TargetMemoryError):
             return None
+
+    def _dictionary_value(self, obj: int, key_name: str | None,
+                          symbol_desc: str | None) -> int | None:
+        """`own_data_property` of a dictionary-mode object: its dictionary's
+        keys looked at as words, no entry made of the others."""
+        table = self.fld(obj, "JSReceiver", "raw_properties_or_hash")
+        if not self.h.is_heap(table):
+            return None
+        if self.itype(table) != self._type("NAME_DICTIONARY_TYPE"):
+            # (A global object's dictionary of cells.)
+            for p in self._dictionary_properties(obj, 1024):
+                if not p.accessor and self._key_is(p.key, key_name, symbol_desc):
+                    return p.value
+            return None
+        start = 3 + self.md.const("namedictionaryshape_prefix_size")
+        words = self._table_words(table, start, 3)
+        for i in range(start, len(words) - 2, 3):
+            if self._key_is(words[i], key_name, symbol_desc):
+                det = words[i + 2]
+                # (An accessor's details have their lowest bit set.)
+                return words[i + 1] if self.h.is_smi(det) and not self.h.smi(det) & 1 else None
+        return None
 
     def _key_is(self, k: int, key_name: str | None, symbol_desc: str | None) -> bool:
         """Whether property key k is the string key_name or a symbol of

@@ -81,6 +81,10 @@ class Strings:
         h = self.h
         total = self.length(obj)
         want = min(total, max(limit, 0))
+        itype = h.instance_type(obj)
+        if itype & self.rep_mask == self.seq and h.is_string_type(itype):
+            # (Most strings: their characters in one piece, no work list.)
+            return JSString(self._seq(obj, itype, 0, want), total, want < total)
         parts: list[str] = []
         got = 0
         # Work list of (string, start, count, hops): decode `count` units from
@@ -110,10 +114,7 @@ class Strings:
             if count <= 0:
                 continue
             if rep == self.seq:
-                base = s - 1 + (self.o_chars1 if one else self.o_chars2)
-                width = 1 if one else 2
-                raw = h.mem.read(base + start * width, count * width)
-                parts.append(_decode_units(raw, one))
+                parts.append(self._seq(s, itype, start, count))
                 got += count
             elif rep == self.cons:
                 key = (s, start, count)
@@ -146,6 +147,13 @@ class Strings:
                 raise DecodeError(f"string 0x{s:x} has unknown representation {rep}")
         text = "".join(parts)
         return JSString(text, total, want < total)
+
+    def _seq(self, s: int, itype: int, start: int, count: int) -> str:
+        """`count` characters of sequential string s from `start`."""
+        one = (itype & self.enc_mask) == self.one_byte_tag
+        base = s - 1 + (self.o_chars1 if one else self.o_chars2)
+        width = 1 if one else 2
+        return _decode_units(self.h.mem.read(base + start * width, count * width), one)
 
     def _external_data(self, s: int) -> int:
         """Address of an external string's characters.

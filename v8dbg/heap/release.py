@@ -19,6 +19,8 @@ import ctypes
 import os
 from typing import Any
 
+from ..inferior import elf
+
 _trim: Any = None
 _at_trim = 0  # this process's own resident memory after the last trim
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -36,8 +38,10 @@ def _own_resident() -> int:
 
 
 def free_pages() -> None:
-    """Return the allocator's free pages to the system (glibc only)."""
+    """Return the allocator's free pages to the system (glibc only), and the
+    pages of the files mapped (the binary's: elf.release_pages)."""
     global _trim
+    elf.release_pages()
     if _trim is None:
         _trim = False
         try:

@@ -13,6 +13,7 @@ import mmap
 import os
 import re
 import struct
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -123,6 +124,21 @@ def check_architecture(path: str) -> None:
         raise V8DbgError(f"{path} is {architecture(head)}: v8dbg reads only x86-64 "
                          "(little-endian, 64-bit) binaries and cores")
 
+# Every file mapped now, for `release_pages`.
+_MAPPED: "weakref.WeakSet[ElfFile]" = weakref.WeakSet()
+
+
+def release_pages() -> None:
+    """Let the pages read so far of every mapped file go from this process's
+    memory: a phase that reads much (the heap's analysis) is done with the
+    binary's symbols and sections, some 10 MB of node's. They stay in the
+    kernel's page cache; a later read maps them back."""
+    for f in list(_MAPPED):
+        try:
+            f._map.madvise(mmap.MADV_DONTNEED)
+        except (ValueError, OSError, AttributeError):
+            pass  # (closed, or no madvise here)
+
 
 class ElfFile:
     """A mapped ELF64 little-endian file (executable or shared object)."""
@@ -138,6 +154,7 @@ class ElfFile:
             if size < 64:
                 raise V8DbgError(f"{path} is not an ELF file (too small)")
             self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            _MAPPED.add(self)
         finally:
             os.close(fd)
         m = self._map

@@ -855,10 +855,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     free_pages()
     # V8's edges that are no slot: counted now, then put aside a chunk of
     # nodes at a time (as the slots' typed edges are) until written.
-    counts = np.zeros(g.nodes, dtype=np.int32)
-    xs, xn = np.unique(xe.src, return_counts=True)
-    counts[xs] = xn.astype(np.int32)
-    del xs, xn
+    counts = np.bincount(xe.src, minlength=g.nodes).astype(np.int32)
     extra_chunks = _Spilled(spill_dir)
     ranges = _node_ranges(np, fe, 1, g.nodes)
     for a, b in ranges:

@@ -58,6 +58,7 @@ class Shapes:
         self.md = self.h.md
         self.f = self.v.f
         self._cache: dict[int, Shape] = {}
+        self._map_names: dict[int, tuple[str, bool]] = {}  # map -> `map_name`
         self._by_proto: dict[int, tuple[str | None, int | None]] = {}
         self._named: dict[int, str | None] = {}
         self._tag_keys: dict[int, bool] = {}
@@ -105,8 +106,37 @@ class Shapes:
 
     def name_of(self, obj: int, m: int) -> str:
         """V8's constructor name of one object: per map, except for dictionary-mode
-        objects, which share maps while their own properties (a toStringTag) differ."""
-        return self.name_and_properties(obj, m)[0]
+        objects, which share maps while their own properties (a toStringTag) differ.
+        (No property names read: a heap snapshot names its objects by this alone.)"""
+        name, dictionary = self.map_name(m, obj)
+        if not dictionary:
+            return name
+        try:
+            if self._map_named(m, self.h.map_type(m)) is None:
+                return self.constructor_name_of_map(m, obj)
+        except (DecodeError, TargetMemoryError):
+            pass
+        return name
+
+    def map_name(self, m: int, obj: int) -> tuple[str, bool]:
+        """(V8's constructor name of map m's objects, as obj has it; whether m
+        is a dictionary map), per map: the shape's name without its property
+        names."""
+        got = self._map_names.get(m)
+        if got is None:
+            try:
+                bf3 = self.h.mem.u32(m - 1 + self.o_bf3)
+            except TargetMemoryError:
+                bf3 = 0
+            try:
+                name = self.constructor_name_of_map(m, obj)
+            except (DecodeError, TargetMemoryError):
+                name = "Object"
+            got = (name, bool(bf3 & IS_DICTIONARY_MAP))
+            if len(self._map_names) > 200000:
+                self._map_names.clear()
+            self._map_names[m] = got
+        return got
 
     def name_and_properties(self, obj: int, m: int) -> tuple[str, list[str]]:
         """(V8's name, own enumerable property names) of one object, its properties read once."""
@@ -129,24 +159,8 @@ class Shapes:
             return []
 
     def _compute(self, m: int, obj: int) -> Shape:
-        h = self.h
-        mem = h.mem
-        try:
-            bf3 = mem.u32(m - 1 + self.o_bf3)
-        except TargetMemoryError:
-            bf3 = 0
-        dictionary = bool(bf3 & IS_DICTIONARY_MAP)
-        props = None
-        try:
-            if self._map_named(m, h.map_type(m)) is None:
-                props = self._own(obj)
-            name = self.constructor_name_of_map(m, obj, props)
-        except (DecodeError, TargetMemoryError):
-            name = "Object"
-        names: list[str] = []
-        if not dictionary:
-            names = self.property_names(obj, props)
-        return Shape(name, names, dictionary)
+        name, dictionary = self.map_name(m, obj)
+        return Shape(name, [] if dictionary else self.property_names(obj), dictionary)
 
     def property_names(self, obj: int, props: list | None = None) -> list[str]:
         """Own enumerable property names of an object, in JavaScript's order.

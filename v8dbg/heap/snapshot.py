@@ -798,9 +798,12 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             ntype[sel], nname[sel] = namer.typed(rule, g.node_addr[sel].tolist(),
                                                  in_ro[sel].tolist())
             continue
-        if rule == "object" and not namer.sh.shape(int(m), int(g.node_addr[sel[0]])).dictionary:
-            nname[sel] = namer.of_object(rule, int(g.node_addr[sel[0]]), int(m))
-            continue
+        if rule == "object":
+            # (One name for a fast map's objects; a dictionary map's each its own.)
+            name, dictionary = namer.sh.map_name(int(m), int(g.node_addr[sel[0]]))
+            if not dictionary:
+                nname[sel] = strings.add(name)
+                continue
         if rule == "string" and namer.sequential(int(m)) is not None:
             seq[sel] = 1 if namer.sequential(int(m)) else 2
             continue

@@ -124,6 +124,10 @@ class Graph:
     # The read-only space's pages, whose objects are nodes too (V8's
     # snapshot has them), though no census counts them.
     read_only: list = field(default_factory=list)
+    # The heap's distinct map words, ascending (0 first: the synthetic nodes'),
+    # and each node's number among them, as the walk of the pages found them.
+    map_words: Any = None
+    map_code: Any = None
     _reach: Any = None
     _parent: Any = None
 
@@ -422,13 +426,19 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
     first = 1 + len(names)
     node_addr = mapped.file_array(np, first + count, np.uint64, where)
     node_size = mapped.file_array(np, first + count, np.uint32, where)
+    map_words = unique(np, np.concatenate([np.zeros(1, np.uint64)] +
+                                          [v[4].astype(np.uint64, copy=False)
+                                           for v in per_page.values()]))
+    map_code = mapped.file_array(np, first + count, np.uint16 if len(map_words) <= 1 << 16
+                                 else np.uint32, where)
     k = first
     bound = 0  # slots the pages can hold at most: an edge each
     for p in pages:
-        starts, sizes, dk = per_page[p.start][:3]
+        starts, sizes, dk, _wk, distinct, which = per_page[p.start]
         node_addr[k:k + len(starts)] = starts.astype(np.uint64) * np.uint64(8) + \
             np.uint64(p.start + 1)
         node_size[k:k + len(starts)] = sizes.astype(np.uint32) * np.uint32(8)
+        map_code[k:k + len(starts)] = np.searchsorted(map_words, distinct)[which]
         bound += int(sizes[~dk].sum(dtype=np.int64)) + int(dk.sum())
         k += len(starts)
     n = len(node_addr)
@@ -531,8 +541,10 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
     edge_to, edge_type, edge_name = edge_to[:at], edge_type[:at], edge_name[:at]
     np.cumsum(degree, out=degree)
     del degree
+    mapped.drop(map_code)
     g = Graph(heap, node_addr, node_size, first_edge, edge_to, edge_type, edge_name, names,
-              first, time.monotonic() - t0, notes, late, cleared, pairs, read_only)
+              first, time.monotonic() - t0, notes, late, cleared, pairs, read_only,
+              map_words, map_code)
     st.graphs[heap] = g
     del per_page, pages
     g.drop_pages()

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from .arrays import unique
 from ..errors import DecodeError, TargetMemoryError
-from . import census
 from . import graph as gmod
 from .edges import has_map
 
@@ -31,7 +30,7 @@ def applies(prog: Program) -> bool:
 def snapshot_sizes(prog: Program, g: gmod.Graph, maps: Any = None, distinct: Any = None) -> Any:
     """Per node, its self size in V8's snapshot (bytes; the graph's own
     sizes where the version's rule is the plain one). `maps`, the map word
-    of each node, is read from the pages when not given; `distinct`, its
+    of each node, is the graph's when not given; `distinct`, its
     distinct values, where known."""
     got = getattr(g, "_snapshot_sizes", None)
     if got is not None:
@@ -41,7 +40,7 @@ def snapshot_sizes(prog: Program, g: gmod.Graph, maps: Any = None, distinct: Any
         return g.node_size
     np = gmod.numpy()
     if maps is None:
-        maps = node_maps(np, prog, g, list(census.of(prog, g.heap).pages) + list(g.read_only))
+        maps = node_maps(g)
     extras = _external_payloads(np, prog, g, maps, distinct)
     del maps
     # 32 bits a node, as the graph's sizes, unless a string's characters
@@ -89,20 +88,7 @@ def _external_payloads(np, prog: Program, g: gmod.Graph, maps, distinct=None):
     return out
 
 
-def node_maps(np, prog: Program, g: gmod.Graph, pages) -> Any:
-    """The map word of every node (0 for synthetic ones), read page by page."""
-    out = np.zeros(g.nodes, dtype=np.uint64)
-    w = prog.heap_state.walker
-    addr = g.node_addr
-    for p in pages:
-        lo = int(np.searchsorted(addr, np.uint64(p.start)))
-        hi = int(np.searchsorted(addr, np.uint64(p.end)))
-        if hi <= lo:
-            continue
-        data = w.read_page(p)
-        if data is None:
-            continue
-        W = np.frombuffer(data, dtype="<u8")
-        out[lo:hi] = W[((addr[lo:hi] - np.uint64(1 + p.start)) >> np.uint64(3)).astype(np.int64)]
-    out[:g.first_object] = 0
-    return out
+def node_maps(g: gmod.Graph) -> Any:
+    """The map word of every node (0 for synthetic ones), as the walk of the
+    pages found them."""
+    return g.map_words[g.map_code]

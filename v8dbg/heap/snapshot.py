@@ -40,7 +40,7 @@ from .edges import (Extra, MapCodes, NodeMaps, StringTable, Typed, buffer_data,
                     extra_edges, type_edges)
 from .locations import Location, Locations
 from .release import free_pages, free_pages_if_grown
-from .selfsize import node_maps as _node_maps, snapshot_sizes
+from .selfsize import snapshot_sizes
 from .strtable import BULK_PIECE, Bulk, gather
 
 if TYPE_CHECKING:
@@ -737,7 +737,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     pages = list(c.pages) + list(g.read_only)
     # Each node's map, kept as the distinct maps (sorted once, for every pass
     # that asks) and each node's number among them.
-    codes = MapCodes.of(_node_maps(np, prog, g, pages))
+    codes = MapCodes(g.map_words, g.map_code)
     maps = NodeMaps(codes)
     in_ro = g.in_read_only()
     # Output order: root, (GC roots), groups, objects; graph node i > 0 is row i + 1.

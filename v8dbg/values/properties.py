@@ -259,12 +259,18 @@ class Properties(ValuesBase):
             return None
         start = 3 + self.md.const("namedictionaryshape_prefix_size")
         words = self._table_words(table, start, 3)
+        # (A string key is in a table once; symbols that share a description
+        # may be several: the first in enumeration order that is data.)
+        found: tuple[int, int] | None = None  # (enumeration index, value)
         for i in range(start, len(words) - 2, 3):
             if self._key_is(words[i], key_name, symbol_desc):
                 det = words[i + 2]
                 # (An accessor's details have their lowest bit set.)
-                return words[i + 1] if self.h.is_smi(det) and not self.h.smi(det) & 1 else None
-        return None
+                if self.h.is_smi(det) and not self.h.smi(det) & 1:
+                    at = self.h.smi(det) >> 8
+                    if found is None or at < found[0]:
+                        found = (at, words[i + 1])
+        return None if found is None else found[1]
 
     def _key_is(self, k: int, key_name: str | None, symbol_desc: str | None) -> bool:
         """Whether property key k is the string key_name or a symbol of

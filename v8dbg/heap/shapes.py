@@ -160,7 +160,17 @@ class Shapes:
 
     def _compute(self, m: int, obj: int) -> Shape:
         name, dictionary = self.map_name(m, obj)
-        return Shape(name, [] if dictionary else self.property_names(obj), dictionary)
+        if dictionary:
+            return Shape(name, [], True)
+        # (The first 256 of all its properties where the map's constructor
+        # does not name it, as the name's own reading of them had it.)
+        props = None
+        try:
+            if self._map_named(m, self.h.map_type(m)) is None:
+                props = self._own(obj)
+        except (DecodeError, TargetMemoryError):
+            pass
+        return Shape(name, self.property_names(obj, props), False)
 
     def property_names(self, obj: int, props: list | None = None) -> list[str]:
         """Own enumerable property names of an object, in JavaScript's order.

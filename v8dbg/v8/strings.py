@@ -81,10 +81,11 @@ class Strings:
         h = self.h
         total = self.length(obj)
         want = min(total, max(limit, 0))
-        itype = h.instance_type(obj)
-        if itype & self.rep_mask == self.seq and h.is_string_type(itype):
-            # (Most strings: their characters in one piece, no work list.)
-            return JSString(self._seq(obj, itype, 0, want), total, want < total)
+        if want > 0:
+            itype = h.instance_type(obj)
+            if itype & self.rep_mask == self.seq and h.is_string_type(itype):
+                # (Most strings: their characters in one piece, no work list.)
+                return JSString(self._seq(obj, itype, 0, want), total, want < total)
         parts: list[str] = []
         got = 0
         # Work list of (string, start, count, hops): decode `count` units from

@@ -3,8 +3,9 @@
 v8dbg does no linear algebra, but NumPy's OpenBLAS starts a thread per core
 as it loads, and those threads spin for a while waiting for work that never
 comes: some 0.1 s of CPU. While NumPy loads, OpenBLAS is asked for one
-thread unless the environment already says how many; the environment is
-restored at once, so that nothing the debugger starts later inherits it.
+thread unless the environment already says how many (any of the variables
+OpenBLAS reads); the environment is restored at once, so that nothing the
+debugger starts later inherits it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import os
 import sys
 from typing import Any
 
-_THREADS = ("OPENBLAS_NUM_THREADS",)
+# What OpenBLAS reads for its number of threads, its own first.
+_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def load() -> Any:
@@ -21,7 +23,7 @@ def load() -> Any:
     got = sys.modules.get("numpy")
     if got is not None:
         return got
-    added = [k for k in _THREADS if k not in os.environ]
+    added = [] if any(k in os.environ for k in _THREADS) else [_THREADS[0]]
     for k in added:
         os.environ[k] = "1"
     try:

@@ -129,10 +129,11 @@ _MAPPED: "weakref.WeakSet[ElfFile]" = weakref.WeakSet()
 
 
 def release_pages() -> None:
-    """Let the pages read so far of every mapped file go from this process's
-    memory: a phase that reads much (the heap's analysis) is done with the
-    binary's symbols and sections, some 10 MB of node's. They stay in the
-    kernel's page cache; a later read maps them back."""
+    """Let the pages read so far of every file mapped here (node's binary,
+    its libraries, a core's headers: all read-only) go from this process's
+    memory: a phase of the heap's analysis is done with the binary's symbols
+    and sections, some 10 MB of node's. They stay in the kernel's page
+    cache; a later read maps them back."""
     for f in list(_MAPPED):
         try:
             f._map.madvise(mmap.MADV_DONTNEED)

@@ -401,7 +401,8 @@ def _digits(np, c, w: int):
         # number's first group (nothing above it), + 10000 more where the
         # number has no digit this far left (but the last group: "0").
         if j:
-            qn, idx = np.divmod(q, 10000)
+            qn = q // 10000
+            idx = q - qn * 10000
             np.add(idx, 10000, out=idx, where=qn == 0)
         else:  # (the leftmost group: the number's first, w digits in all)
             qn, idx = None, q + 10000
@@ -410,6 +411,13 @@ def _digits(np, c, w: int):
         words[:, j] = lut[idx]
         q = qn
     return words.view(np.uint8)[:, 4 * g - w:]
+
+
+def _narrow(np, c, w: int):
+    """Non-negative integers of at most w digits in the narrowest type the
+    digits are worked out in: 32 bits unsigned below ten digits (a 64-bit
+    division is several times slower), else 64."""
+    return c.astype(np.uint32 if w < 10 else np.int64, copy=False)
 
 
 def _decimal(np, cols) -> bytes:
@@ -437,7 +445,7 @@ def _decimal_rows(np, cols) -> memoryview:
         if w == 1:  # one digit each (a type, a zero column): no table
             np.add(c, ord("0"), out=mat[:, pos], casting="unsafe")
         else:
-            mat[:, pos:pos + w] = _digits(np, c.astype(np.int64, copy=False), w)
+            mat[:, pos:pos + w] = _digits(np, _narrow(np, c, w), w)
         mat[:, pos + w] = ord(",")
         pos += w + 1
     flat = mat.ravel()
@@ -470,8 +478,9 @@ def _quoted(np, nums) -> memoryview | bytes:
     n = len(nums)
     if not n:
         return b""
-    c = np.asarray(nums).astype(np.int64, copy=False)
+    c = np.asarray(nums)
     w = len(str(int(c.max())))
+    c = _narrow(np, c, w)
     mat = np.zeros((n, w + 4), dtype=np.uint8)
     mat[:, w + 1:] = np.frombuffer(b'",\n', dtype=np.uint8)
     mat[:, 1:w + 1] = _digits(np, c, w)

@@ -51,6 +51,30 @@ def test_quoted_equals_json() -> None:
     assert snapshot._quoted(np, np.zeros(0, dtype=np.int64)) == b""
 
 
+def test_bulk_json_equals_json() -> None:
+    """A run of one-byte strings written in bulk as json.dumps writes them
+    (empty strings, one, many, every slice), and left to json.dumps (None)
+    where one needs escaping: a quote, a backslash, a control character,
+    DEL or a byte past ASCII."""
+    from v8dbg.heap.strtable import Bulk
+    rng = random.Random(5)
+    plain = [""] + ["".join(rng.choice("ab -_/:0123456789xyz{}[]") for _ in range(rng.randrange(9)))
+                    for _ in range(60)]
+    cases = [plain, [""], ["", ""], ["user-1"]] + \
+        [plain[:7] + [bad] + plain[7:12] for bad in ('q"x', "a\\b", "\n", "\x7f", "\xe9", "\x00")]
+    for texts in cases:
+        raw = [t.encode("latin-1") for t in texts]
+        bulk = Bulk(np.frombuffer(b"".join(raw), dtype=np.uint8),
+                    np.cumsum([len(r) for r in raw]).astype(np.int64))
+        for a in range(len(texts)):
+            for b in range(a, len(texts) + 1, 3):
+                got = bulk.json(np, a, b)
+                want = json.dumps(texts[a:b], separators=(",\n", ":"))[1:-1].encode()
+                plain_run = all(t.isascii() and t.isprintable() and '"' not in t and "\\" not in t
+                                for t in texts[a:b])
+                assert got == (want if plain_run else None), (texts[a:b], got, want)
+
+
 def test_string_table_as_a_list() -> None:
     """Strings added one by one or by list (numbers among them, "017" not
     one) and numbers in bulk get the indices a list with a dictionary gives them."""

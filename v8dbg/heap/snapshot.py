@@ -1037,8 +1037,12 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             if isinstance(part, list):
                 emit(sep + json.dumps(part[a:a + CHUNK], separators=(",\n", ":"))[1:-1])
             elif isinstance(part, Bulk):
-                emit(sep + json.dumps(part.texts(a, min(a + CHUNK, len(part))),
-                                      separators=(",\n", ":"))[1:-1])
+                got = part.json(np, a, min(a + CHUNK, len(part)))
+                if got is not None:
+                    emit_raw(sep.encode() + got)
+                else:
+                    emit(sep + json.dumps(part.texts(a, min(a + CHUNK, len(part))),
+                                          separators=(",\n", ":"))[1:-1])
             else:
                 emit_raw(sep.encode() + _quoted(np, part[a:a + CHUNK]))
             sep = ",\n"

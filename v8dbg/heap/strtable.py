@@ -124,6 +124,32 @@ class Bulk:
         a = int(self.ends[i - 1]) if i else 0
         return bytes(self.chars[a:int(self.ends[i])]).decode("latin-1")
 
+    def json(self, np, a: int, b: int) -> bytes | None:
+        """Strings a .. b-1 as JSON strings `"..."` joined by `,\n`, made in
+        bulk where none needs escaping (no control character, quote,
+        backslash or non-ASCII byte: the usual case), else None (json.dumps
+        them)."""
+        if b <= a:
+            return b""
+        base = int(self.ends[a - 1]) if a else 0
+        chars = self.chars[base:int(self.ends[b - 1])]
+        if len(chars) and ((chars < 0x20) | (chars == 0x22) | (chars == 0x5C) |
+                           (chars > 0x7E)).any():
+            return None
+        ends = self.ends[a:b] - base
+        lens = np.diff(ends, prepend=0)
+        n = b - a
+        # String i takes lens[i] + 4 bytes: its quotes, then `,\n`.
+        first = ends - lens + 4 * np.arange(n)
+        out = np.empty(len(chars) + 4 * n, dtype=np.uint8)
+        out[first] = ord('"')
+        out[np.repeat(first + 1 - (ends - lens), lens) + np.arange(len(chars))] = chars
+        last = first + lens + 1
+        out[last] = ord('"')
+        out[last + 1] = ord(",")
+        out[last + 2] = ord("\n")
+        return out[:-2].tobytes()
+
     def texts(self, a: int, b: int) -> list[str]:
         """Strings a .. b-1, decoded at once."""
         if b <= a:

@@ -1174,3 +1174,25 @@ def test_interrupted_leaves_no_file(monkeypatch):
         assert sorted(p.name for p in d.iterdir()) == ([] if before is None else [target.name])
         if before is not None:
             assert target.read_bytes() == before
+
+
+def test_small_pieces_write_the_same_bytes(monkeypatch):
+    """Formatted a few hundred rows at a time (the nodes, the edges with V8's
+    extra edges merged in, the locations: each section in many pieces), the
+    file is byte for byte the CLI's, formatted with the usual pieces: the
+    pieces' joins are seamless. (The ranges of nodes typed at once, CHUNK
+    and EDGE_CHUNK, decide the order edge names first come in, and so the
+    strings' order: another file, the same graph.)"""
+    import io
+    from support import core_program
+    from v8dbg.heap import snapshot
+    from v8dbg.heap.isolates import choose
+    version = "24.21.0"
+    want = written(version)[0].read_bytes()
+    monkeypatch.setattr(snapshot, "ROWS", 997)
+    prog, _backend = core_program(leak(version) / "core", version)
+    out = io.BytesIO()
+    snapshot.write(prog, choose(prog, None, None).heap, out)
+    got = out.getvalue()
+    assert len(json.loads(got)["locations"]) > 4 * 4 * 997  # (locations in pieces too)
+    assert got == want

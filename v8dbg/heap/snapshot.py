@@ -1021,13 +1021,30 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     emit("],\n\"trace_function_infos\":[],\n\"trace_tree\":[],\n\"samples\":[],"
          "\n\"locations\":[")
     if loc_parts:
-        rows_l = np.concatenate([row_of[n] * k for n, _ in loc_parts])
-        vals = np.repeat(np.array([(at.script_id, at.line, at.column) for _, at in loc_parts],
-                                  dtype=np.int64), [len(n) for n, _ in loc_parts], axis=0)
-        o = np.argsort(rows_l, kind="stable")
-        emit_raw(_decimal(np, [rows_l[o], vals[o, 0], vals[o, 1], vals[o, 2]]))
-        del rows_l, vals, o
-    del row_of, loc_parts
+        # By node (the rows' order): each located node's part, whose location
+        # is looked up a piece of ROWS at a time as the rows are written (no
+        # location per node held, nor the section in memory).
+        nodes_l = np.concatenate([n for n, _ in loc_parts])
+        part = np.repeat(np.arange(len(loc_parts), dtype=np.int32),
+                         [len(n) for n, _ in loc_parts])
+        table = np.array([(at.script_id, at.line, at.column) for _, at in loc_parts],
+                         dtype=np.int64)
+        del loc_parts
+        o = np.argsort(nodes_l, kind="stable")
+        sep_l = b""
+        for a in range(0, len(o), ROWS):
+            check_interrupted()
+            oo = o[a:a + ROWS]
+            at_l = table[part[oo]]
+            for piece in _decimal_parts(np, [row_of[nodes_l[oo]].astype(np.int64) * k,
+                                             at_l[:, 0], at_l[:, 1], at_l[:, 2]]):
+                emit_raw(sep_l)
+                emit_raw(piece)
+                sep_l = b","
+        del nodes_l, part, table, o
+    else:
+        del loc_parts
+    del row_of
     emit("],\n\"strings\":[")
     items = strings.items
     sep = ""

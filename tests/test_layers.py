@@ -14,8 +14,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "v8dbg"
 
-# Each layer and the layers it may import from (errors is shared by all).
-RANK = {"errors": 0, "interrupt": 0, "inferior": 1, "v8": 2, "stack": 3, "values": 3, "heap": 4,
+# Each layer and the layers it may import from (errors, interrupt and
+# numpylib are shared by all).
+RANK = {"errors": 0, "interrupt": 0, "numpylib": 0, "inferior": 1, "v8": 2, "stack": 3, "values": 3, "heap": 4,
         "program": 5, "triage": 5, "tracing": 3, "commands": 6, "__main__": 7, "gdb": 7, "lldb": 7, "gdb_bt": 7, "lldb_bt": 7, "__init__": 0}
 # Same-rank layers that may use each other, one way only.
 SIDEWAYS = {("heap", "values"), ("triage", "program"), ("gdb", "gdb_bt"), ("lldb", "lldb_bt")}

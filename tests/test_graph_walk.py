@@ -71,3 +71,26 @@ def test_one_walk_same_census_and_graph(version, fixture, monkeypatch) -> None:
                                     two.late_groups, two.cleared_groups)
     if fixture == "weakmap_values.js":
         assert len(one.ephemerons) >= 200, "the WeakMap's entries are no ephemerons"
+
+
+@pytest.mark.parametrize("fixture", ["leakchain.js", "weakmap_values.js"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pieces_of_pages_same_graph(version, fixture, monkeypatch) -> None:
+    """The slots are read a piece of a page at a time (graph.WINDOW words,
+    an object larger than that in pieces of its own): pieces cut small, so
+    that many objects are cut in several, give the same graph, array for
+    array, as pieces that hold whole pages."""
+    from v8dbg.heap import graph
+    from v8dbg.heap.isolates import choose
+
+    core = make_core(version, fixture) / "core"
+    built = []
+    for window in (1 << 17, 1000):
+        monkeypatch.setattr(graph, "WINDOW", window)
+        prog, _ = core_program(core, version)
+        built.append(graph.build(prog, choose(prog, None, None).heap))
+    whole, cut = built
+    assert int((whole.node_size > 8 * 1000).sum()) >= 10, "no object was cut in pieces"
+    for name in ARRAYS:
+        a, b = getattr(whole, name), getattr(cut, name)
+        assert a.dtype == b.dtype and a.shape == b.shape and bool((a == b).all()), name

@@ -55,7 +55,7 @@ from ..interrupt import check_interrupted
 from . import budget, census, roots
 from .dominators import expand
 from . import mapped
-from .release import free_pages
+from .release import free_pages, free_pages_if_grown
 from ..v8.dispatch import applies as dispatch_applies
 from ..v8.pages import layout, read_only_pages
 from .walk import (K_BIGINT, K_BYTES, K_FREE, K_SEQ1, K_SEQ2, NumpyPages, Walker, _code_owners,
@@ -272,22 +272,24 @@ def _weak_in_code(np, h, kind, off, val):
     return out
 
 
-def _page_slots(np, data, starts, sizes, data_kind, lo: int, hi: int):
-    """(object, byte offset, value, weak?) of each slot of one page's objects
-    (data: the page's bytes) that holds a tagged pointer into [lo, hi], but
-    for the objects' map words: every object has one, resolved per distinct
-    map (`build`)."""
+def _page_slots(np, data, starts, sizes, data_kind, lo: int, hi: int, w0: int, w1: int):
+    """(object, byte offset, value, weak?) of each slot in words w0 .. w1-1
+    of one page (data: the page's bytes; starts, sizes: its objects, in
+    words) that holds a tagged pointer into [lo, hi], but for the objects'
+    map words: every object has one, resolved per distinct map (`build`)."""
     empty = np.zeros(0, dtype=np.int64)
-    if data is None or not len(starts):
+    if data is None or not len(starts) or w1 <= w0:
         return empty, empty, np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool)
-    W = np.frombuffer(data, dtype="<u8")
+    W = np.frombuffer(data, dtype="<u8")[w0:w1]
     # Tagged pointers (tag 01 strong, 11 weak) have their lowest bit set:
     # told from the words' low bytes alone, the rest of each word looked at
     # only for them.
     low = W.view(np.uint8)[::8] & 1
-    low[starts] = 0
+    a, b = np.searchsorted(starts, [w0, w1])
+    low[starts[a:b] - w0] = 0
     pos = np.flatnonzero(low.view(bool))
     word = W[pos]
+    pos += w0
     val = word & ~np.uint64(2)
     inside = (val >= np.uint64(lo)) & (val <= np.uint64(hi))
     pos, word, val = pos[inside], word[inside], val[inside]
@@ -300,6 +302,33 @@ def _page_slots(np, data, starts, sizes, data_kind, lo: int, hi: int):
     ok &= ~data_kind[owner]
     owner = owner[ok]
     return owner, (pos[ok] - at[ok]) * 8, val[ok], (word[ok] & np.uint64(2)) != 0
+
+
+# Words of a page whose slots are found and resolved at once: the
+# temporaries of a piece, some 60 bytes a word, stay near 8 MB however
+# large an object (a large object space page holds one of any size).
+WINDOW = 1 << 17
+
+
+def _windows(np, starts, sizes):
+    """(first object, end object, first word, end word) of each piece of a
+    page's words that `build` reads at once: whole objects of about WINDOW
+    words together, an object larger than that in pieces of its own."""
+    if not len(starts):
+        return []
+    ends = starts + sizes
+    cut = np.unique(np.searchsorted(starts, np.arange(0, int(ends[-1]), WINDOW)))
+    out = []
+    bounds = cut.tolist() + [len(starts)]
+    for j0, j1 in zip(bounds, bounds[1:]):
+        if j1 <= j0:
+            continue
+        w0, w1 = int(starts[j0]), int(ends[j1 - 1])
+        if j1 - j0 == 1 and w1 - w0 > WINDOW:
+            out.extend((j0, j1, x, min(x + WINDOW, w1)) for x in range(w0, w1, WINDOW))
+        else:
+            out.append((j0, j1, w0, w1))
+    return out
 
 
 def _ephemeron_words(np, md, data, p, starts, sizes, tables):
@@ -424,6 +453,7 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
     groups = roots.root_groups(np, prog, heap, lo, hi)
     names = [g.name for g in groups]
     first = 1 + len(names)
+    free_pages()  # (the walk's and the groups' temporaries)
     node_addr = mapped.file_array(np, first + count, np.uint64, where)
     node_size = mapped.file_array(np, first + count, np.uint32, where)
     map_words = unique(np, np.concatenate([np.zeros(1, np.uint64)] +
@@ -441,6 +471,7 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
         map_code[k:k + len(starts)] = np.searchsorted(map_words, distinct)[which]
         bound += int(sizes[~dk].sum(dtype=np.int64)) + int(dk.sum())
         k += len(starts)
+    mapped.drop(node_size, map_code)  # (written: in the file's pages)
     n = len(node_addr)
     # Each node's degree, made the CSR offsets in place once all are known.
     first_edge = mapped.file_array(np, n + 1, np.int64, where)
@@ -500,38 +531,21 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
         edge_name[at:at + len(x)] = np.arange(len(x), dtype=np.uint32)
         at += len(x)
     del root_to, root_type
+    free_pages()  # (the edges' of the roots and of no slot: made)
     k = first
     for p in pages:
         check_interrupted()
         starts, sizes, dk, wk, maps, which = per_page.pop(p.start)
         data = nw.read(p) if nw is not None else w.read_page(p)
-        owner, off, val, weak = _page_slots(np, data, starts, sizes, dk, lo, hi)
-        if len(owner):
-            weak = weak | _weak_slots(np, md, wk[owner], off) \
-                | _weak_in_code(np, prog.heap, wk[owner], off, val)
-        to, ok = resolve(val)
-        owner, to, off = owner[ok], to[ok].astype(np.uint32), off[ok].astype(np.uint32)
-        kind = np.where(weak[ok], E_WEAK, E_INTERNAL).astype(np.uint8)
         # Each object's map word, its first slot, resolved per distinct map.
         mto, mok = resolve(maps)
-        mto, mok = mto[which], mok[which]
-        objs = np.flatnonzero(mok)
-        into = np.searchsorted(owner, objs)
-        owner, to, kind, off = spliced(np, [owner, to, kind, off], into,
-                                       [objs, mto[objs].astype(np.uint32),
-                                        np.uint8(E_INTERNAL), np.uint32(0)])
-        a, b = np.searchsorted(xsrc, [k, k + len(starts)])
-        if b > a:
-            src = xsrc[a:b] - k
-            into = np.searchsorted(owner, src, side="right")
-            owner, to, kind, off = spliced(np, [owner, to, kind, off], into,
-                                           [src, xto[a:b], np.uint8(E_INTERNAL), xname[a:b]])
-        degree[k:k + len(starts)] = np.bincount(owner, minlength=len(starts))
-        edge_to[at:at + len(to)] = to
-        edge_type[at:at + len(to)] = kind
-        edge_name[at:at + len(to)] = off
-        mapped.drop(edge_to, edge_type, edge_name)  # (written: in the file's pages)
-        at += len(to)
+        mto, mok = mto[which].astype(np.uint32), mok[which]
+        for j0, j1, w0, w1 in _windows(np, starts, sizes):
+            at = _window_edges(np, md, prog.heap, data, starts, sizes, dk, wk, lo, hi, resolve,
+                               k, j0, j1, w0, w1, mto, mok, xsrc, xto, xname,
+                               degree, edge_to, edge_type, edge_name, at)
+            mapped.drop(edge_to, edge_type, edge_name, first_edge)  # (written: in the file's pages)
+            free_pages_if_grown()  # (the piece's temporaries)
         k += len(starts)
         done += p.end - p.start
         if progress is not None:
@@ -550,6 +564,40 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
     g.drop_pages()
     free_pages()  # (the pages' slots, read and resolved: given back, not kept for reuse)
     return g
+
+
+def _window_edges(np, md, h, data, starts, sizes, dk, wk, lo, hi, resolve, k, j0, j1, w0, w1,
+                  mto, mok, xsrc, xto, xname, degree, edge_to, edge_type, edge_name, at):
+    """Write the edges of one piece of a page (`_windows`) at edge `at` of the
+    edge arrays, in the order of their objects, each object's map first and
+    its edges no slot holds last (an object in pieces: in its first and its
+    last); count them in `degree`. The next free edge is returned."""
+    owner, off, val, weak = _page_slots(np, data, starts, sizes, dk, lo, hi, w0, w1)
+    if len(owner):
+        weak = weak | _weak_slots(np, md, wk[owner], off) \
+            | _weak_in_code(np, h, wk[owner], off, val)
+    to, ok = resolve(val)
+    owner, to, off = owner[ok], to[ok].astype(np.uint32), off[ok].astype(np.uint32)
+    kind = np.where(weak[ok], E_WEAK, E_INTERNAL).astype(np.uint8)
+    # The map edges of the objects that start here.
+    first = j0 if int(starts[j0]) >= w0 else j0 + 1
+    objs = first + np.flatnonzero(mok[first:j1])
+    into = np.searchsorted(owner, objs)
+    owner, to, kind, off = spliced(np, [owner, to, kind, off], into,
+                                   [objs, mto[objs], np.uint8(E_INTERNAL), np.uint32(0)])
+    # The edges no slot holds of the objects that end here.
+    last = j1 if int(starts[j1 - 1] + sizes[j1 - 1]) <= w1 else j1 - 1
+    a, b = np.searchsorted(xsrc, [k + j0, k + last])
+    if b > a:
+        src = xsrc[a:b] - k
+        into = np.searchsorted(owner, src, side="right")
+        owner, to, kind, off = spliced(np, [owner, to, kind, off], into,
+                                       [src, xto[a:b], np.uint8(E_INTERNAL), xname[a:b]])
+    degree[k + j0:k + j1] += np.bincount(owner - j0, minlength=j1 - j0).astype(degree.dtype)
+    edge_to[at:at + len(to)] = to
+    edge_type[at:at + len(to)] = kind
+    edge_name[at:at + len(to)] = off
+    return at + len(to)
 
 
 class _Halved:

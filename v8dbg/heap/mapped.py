@@ -18,7 +18,11 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
+import weakref
 from typing import Any
+
+# Every mapping made here that is still in use: `drop_all` lets their pages go.
+_MAPS: "weakref.WeakSet[mmap.mmap]" = weakref.WeakSet()
 
 
 def file_array(np, count: int, dtype, where: str | None = None) -> Any:
@@ -34,6 +38,7 @@ def file_array(np, count: int, dtype, where: str | None = None) -> Any:
                 mm = mmap.mmap(f.fileno(), size)  # (holds its own descriptor)
         except (OSError, ValueError):
             continue
+        _MAPS.add(mm)
         return np.frombuffer(mm, dtype=dtype, count=int(count))
     return np.zeros(int(count), dtype=dtype)
 
@@ -55,6 +60,16 @@ def drop(*arrays: Any) -> None:
         if m is None or id(m) in seen:
             continue
         seen.add(id(m))
+        try:
+            m.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def drop_all() -> None:
+    """`drop` every file array's pages: between the phases of an analysis
+    (release.free_pages), each of which reads what it needs of them again."""
+    for m in list(_MAPS):
         try:
             m.madvise(mmap.MADV_DONTNEED)
         except (OSError, ValueError, AttributeError):

@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 from ..inferior import elf
+from . import mapped
 
 _trim: Any = None
 _at_trim = 0  # this process's own resident memory after the last trim
@@ -39,9 +40,11 @@ def _own_resident() -> int:
 
 def free_pages() -> None:
     """Return the allocator's free pages to the system (glibc only), and the
-    pages of the files mapped (the binary's: elf.release_pages)."""
+    pages of the files mapped (the binary's: elf.release_pages; the graph's
+    arrays: mapped.drop_all)."""
     global _trim
     elf.release_pages()
+    mapped.drop_all()
     if _trim is None:
         _trim = False
         try:

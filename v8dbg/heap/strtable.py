@@ -36,9 +36,9 @@ def _number(s: str) -> int:
 
 # Strings hashed per call of `_hashes`: bytes of characters at most (longer
 # runs are hashed a piece at a time, to bound the temporary arrays).
-HASH_PIECE = 1 << 18
+HASH_PIECE = 1 << 16
 # Strings add_bulk looks up and adds at once.
-BULK_PIECE = 1 << 17
+BULK_PIECE = 1 << 15
 # The two hashes' multipliers (odd: invertible modulo 2**64), and the length's.
 _P1, _P2, _PLEN = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
 _POWERS: list = []  # (powers of _P1, of _P2), made once
@@ -166,7 +166,7 @@ class Items:
     another."""
 
     def __init__(self) -> None:
-        self.parts: list[Any] = []  # list[str] or an int64 array of numbers
+        self.parts: list[Any] = []  # list[str], a Bulk run, or a uint32 array of numbers
         self.starts: list[int] = []  # index of each part's first string
         self.n = 0
 
@@ -300,20 +300,23 @@ class StringTable:
     def _hashed(self, np, h1, h2, idx) -> None:
         """Add (h1, h2) -> idx entries to the ones sorted by h1 (the new ones
         sorted, then merged in: a table filled a piece at a time is not sorted
-        again whole each time)."""
+        again whole each time; a column at a time, so that no more than one
+        old column is held beside its merged copy)."""
         order = np.argsort(h1, kind="stable")
         # (Indices in 32 bits: a table has fewer strings than that.)
         h1, h2, idx = h1[order], h2[order], idx[order].astype(np.int32)
         if self._h1 is not None and len(self._h1):
             at = np.searchsorted(self._h1, h1, side="right")
-            h1, h2, idx = spliced(np, [self._h1, self._h2, self._hi], at, [h1, h2, idx])
-        self._h1, self._h2, self._hi = h1, h2, idx
-        if len(self._h1) > 1:
-            cut = np.flatnonzero(np.diff(self._h1)) + 1
-            runs = np.diff(np.concatenate([[0], cut, [len(self._h1)]]))
-            self._run = int(runs.max())
+            self._h1, = spliced(np, [self._h1], at, [h1])
+            self._h2, = spliced(np, [self._h2], at, [h2])
+            self._hi, = spliced(np, [self._hi], at, [idx])
         else:
-            self._run = len(self._h1)
+            self._h1, self._h2, self._hi = h1, h2, idx
+        # The most entries one first hash has: only the new ones' runs can
+        # have grown.
+        if len(h1):
+            runs = np.searchsorted(self._h1, h1, side="right") - np.searchsorted(self._h1, h1)
+            self._run = max(self._run, int(runs.max()))
 
     def add_bulk(self, chars, starts, ends) -> Any:
         """The indices of the one-byte strings chars[starts[i]:ends[i]] (uint8
@@ -494,7 +497,8 @@ class StringTable:
                 seen = np.zeros(len(self._numbers), dtype=bool)
                 seen[absent] = True
                 new = np.flatnonzero(seen)
-            first = self.items.extend_numbers(new)
+            # (Kept in 32 bits: every number of the table fits.)
+            first = self.items.extend_numbers(new.astype(np.uint32))
             self._numbers[new] = np.arange(first, first + len(new), dtype=np.int32)
             ids = self._numbers[nums]
         return ids.astype(np.uint32)

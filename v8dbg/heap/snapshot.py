@@ -41,7 +41,7 @@ from .edges import (Extra, MapCodes, NodeMaps, StringTable, Typed, buffer_data,
 from .locations import Location, Locations
 from .release import free_pages, free_pages_if_grown
 from .selfsize import snapshot_sizes
-from .strtable import BULK_PIECE, Bulk, gather
+from .strtable import Bulk, gather
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -50,6 +50,10 @@ MAX_NAME = 1024  # characters of a string node's name, as V8 cuts them
 CHUNK = 1 << 16  # nodes per chunk written
 EDGE_CHUNK = 1 << 19  # edges per chunk of nodes typed and written (but a node's all)
 ROWS = 1 << 17  # rows formatted at a time
+# One-byte strings named by one call of StringTable.add_bulk (which adds
+# the empty ones and those of digits first of each call's: the strings'
+# order in the file follows from it).
+NAMES_PIECE = 1 << 17
 
 # V8's types of internal objects it files as code (GetSystemEntryType), by
 # instance type name without `_TYPE`.
@@ -291,7 +295,7 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, seq, maps, pages, namer: 
     one_all = seq[nodes] == 1
     add_all = namer.s.add_all
     # The one-byte strings' nodes and characters, page after page, added to
-    # the table some BULK_PIECE strings at a time.
+    # the table some NAMES_PIECE strings at a time.
     bulk_nodes: list = []
     bulk_chars: list = []
     bulk_lens: list = []
@@ -336,7 +340,7 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, seq, maps, pages, namer: 
             bulk_lens.append(ln)
             bulk_chars.append(gather(np, buf, f, ln))
             pending += len(ln)
-            if pending >= BULK_PIECE:
+            if pending >= NAMES_PIECE:
                 flush()
                 pending = 0
         if fast.all():
@@ -819,6 +823,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         check_interrupted()
         nname[sel] = [namer.of_object(rule, int(g.node_addr[i]), int(m)) for i in sel.tolist()]
     del objs, order, in_ro
+    free_pages()  # (the naming's temporaries)
     if seq.any():
         _name_sequential(np, prog, g, seq, maps, pages, namer, nname)
     del seq
@@ -970,6 +975,11 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             cols_n.append(np.zeros(native, dtype=np.int64))
         cols_n.append(np.zeros(native, dtype=np.int64))
         emit_raw(b"," + _decimal(np, cols_n))
+    # What only the nodes needed, let go before the edges.
+    del ntype, nname, self_sizes, counts, is_js, eph, keep
+    if hasattr(g, "_snapshot_sizes"):
+        del g._snapshot_sizes
+    free_pages()
     emit("],\n\"edges\":[")
     E_EL = 1
     first = [E_EL, 1, 1 * k]
@@ -1014,7 +1024,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     typed_chunks.close()
     extra_chunks.close()
     # What the strings need no more is freed before they are written.
-    del counts, edge_strings, remap, ntype, nname, is_js, eph, keep
+    del edge_strings, remap
     strings.drop_lookups()
     g.drop_pages()
     free_pages()

@@ -819,13 +819,8 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         # The edge of each JS object at the elements offset, if any: found
         # among all edges by their offset (a mask of one byte per edge), then
         # kept by their source, rather than by listing every JS object's edges.
-        at = _strong_edges_at(np, g, o_elements)
-        srcs = np.searchsorted(fe, at, side="right") - 1
-        mine = (srcs >= g.first_object) & is_js[srcs] & keep[srcs]
-        # Node indices fit 32 bits (edge_to holds them so).
-        owners, stores = srcs[mine].astype(np.uint32), g.edge_to[at[mine]]
-        del at, srcs, mine
-        g.drop_pages()  # (edge_to read across the graph)
+        # (Node indices fit 32 bits: edge_to holds them so.)
+        owners, stores = _strong_slots(np, g, o_elements, is_js & keep)
         sm = node_map[stores]
         fm = [m for m in unique(np, sm).tolist() if _map_type(h, m) == fixed]
         ok = np.isin(sm, np.array(fm, dtype=np.uint64))
@@ -885,17 +880,25 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
                  _joined(np, to_p)[order], globals_, notes)
 
 
-def _strong_edges_at(np, g: gmod.Graph, offset: int) -> Any:
-    """The positions of the graph's strong edges from slots at byte `offset`
-    of their objects: a piece of the edges at a time, their pages let go
-    after each."""
-    found = []
+def _strong_slots(np, g: gmod.Graph, offset: int, want) -> tuple[Any, Any]:
+    """(source, target) nodes (32 bits) of the graph's strong edges from slots
+    at byte `offset` of the objects `want` marks (bool per node): found a
+    piece of the edges at a time, only the wanted kept of each, its pages
+    let go after it."""
+    fe = g.first_edge
+    srcs, tos = [], []
     for lo in range(0, g.edges, SCAN_PIECE):
         hi = min(lo + SCAN_PIECE, g.edges)
         at = np.flatnonzero(g.edge_name[lo:hi] == offset) + lo
-        found.append(at[g.edge_type[at] != gmod.E_WEAK])
+        at = at[g.edge_type[at] != gmod.E_WEAK]
+        src = np.searchsorted(fe, at, side="right") - 1
+        ok = (src >= g.first_object) & want[src]
+        srcs.append(src[ok].astype(np.uint32))
+        tos.append(g.edge_to[at[ok]])
         g.drop_pages()
-    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+    if not srcs:
+        return np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.uint32)
+    return _joined(np, srcs), _joined(np, tos)
 
 
 def _element_edges(np, h, g: gmod.Graph, keep, skip, owners, stores, src_p: list,
@@ -942,18 +945,13 @@ def _function_prototypes(prog: Program, g: gmod.Graph, keep, node_map, strings: 
     map_t = md.types.get("MAP_TYPE")
     if not isinstance(at_off, int) or map_t is None:
         return
-    fe = g.first_edge
-    at = _strong_edges_at(np, g, at_off)
-    srcs = np.searchsorted(fe, at, side="right") - 1
-    ok = (srcs >= g.first_object) & keep[srcs]
-    at, srcs = at[ok], srcs[ok]
-    if not len(at):
+    srcs, to = _strong_slots(np, g, at_off, keep)
+    if not len(srcs):
         return
     sm = node_map[srcs]
     fm = [m for m in unique(np, sm).tolist() if _prototype_slot(prog, int(m))]
     ok = np.isin(sm, np.array(fm, dtype=np.uint64))
-    at, srcs = at[ok], srcs[ok]
-    to = g.edge_to[at].astype(np.int64)
+    srcs, to = srcs[ok].astype(np.int64), to[ok].astype(np.int64)
     tm = node_map[to]
     tmaps = [m for m in unique(np, tm).tolist() if m and _map_type(h, int(m)) == map_t]
     ok = np.isin(tm, np.array(tmaps, dtype=np.uint64))
@@ -991,7 +989,7 @@ def _slot_targets(np, g: gmod.Graph, nodes, offs) -> tuple[Any, Any, Any]:
 
 
 # Edges a whole-graph scan reads at once, its pages let go between pieces.
-SCAN_PIECE = 1 << 20
+SCAN_PIECE = 1 << 18
 
 # Far above a real heap's: objects in dictionary mode whose properties are
 # read one object at a time; past it the rest keep their dictionary's

@@ -1196,3 +1196,37 @@ def test_small_pieces_write_the_same_bytes(monkeypatch):
     got = out.getvalue()
     assert len(json.loads(got)["locations"]) > 4 * 4 * 997  # (locations in pieces too)
     assert got == want
+
+
+def test_nodes_edges_in_pieces_write_the_same_bytes(monkeypatch):
+    """A range of nodes whose edges are many is typed and written a piece of
+    EDGE_PIECE edges at a time (a node of a million elements in several),
+    each node's extra edges (elements, properties V8 adds) after its last
+    piece: with pieces of a thousand edges, many nodes cut across two, the
+    file is byte for byte the one the ranges whole make. (Both typed
+    TYPE_PIECE = 500 edges at a time, which the pieces are multiples of:
+    the edge names come in the same order.)"""
+    import io
+    from support import core_program
+    from v8dbg.heap import snapshot
+    from v8dbg.heap.isolates import choose
+    version = "24.21.0"
+    monkeypatch.setattr(snapshot, "TYPE_PIECE", 500)
+    made = []
+    cut = []
+    pieces = snapshot._edge_pieces
+
+    def counted(np, fe, ranges, first_object):
+        got = pieces(np, fe, ranges, first_object)
+        cut.append(len(got) - len(ranges))
+        return got
+
+    monkeypatch.setattr(snapshot, "_edge_pieces", counted)
+    for piece in (1 << 18, 1000):
+        monkeypatch.setattr(snapshot, "EDGE_PIECE", piece)
+        prog, _backend = core_program(leak(version) / "core", version)
+        out = io.BytesIO()
+        snapshot.write(prog, choose(prog, None, None).heap, out)
+        made.append(out.getvalue())
+    assert cut[0] == 0 and cut[1] >= 20, cut
+    assert made[0] == made[1]

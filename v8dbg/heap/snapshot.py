@@ -614,6 +614,27 @@ def _node_ranges(np, fe, first: int, last: int) -> list[tuple[int, int]]:
     return out
 
 
+# Edges of one range of nodes typed and written at once, at most: a node
+# with more edges (an array of a million elements) is taken in pieces of
+# this many, cut where _typed would cut them (TYPE_PIECE divides it). The
+# GC roots' groups are not cut (their edges are numbered per range).
+EDGE_PIECE = 1 << 18
+
+
+def _edge_pieces(np, fe, ranges, first_object: int) -> list[tuple[int, int, int, int]]:
+    """(first node, end node, first edge, end edge) of each piece of the
+    ranges' edges that the writer types and writes at once: a range whole,
+    or one of more than EDGE_PIECE edges in pieces of that many."""
+    out = []
+    for a, b in ranges:
+        lo, hi = int(fe[a]), int(fe[b])
+        if hi - lo <= EDGE_PIECE or a < first_object:
+            out.append((a, b, lo, hi))
+            continue
+        out.extend((a, b, x, min(x + EDGE_PIECE, hi)) for x in range(lo, hi, EDGE_PIECE))
+    return out
+
+
 def _inserted(np, xe: Extra, src, kinds, names, to) -> Extra:
     """xe with more edges, each after xe's edges of its source, in their order
     (where a stable sort of both by source puts them): inserted into the
@@ -833,7 +854,8 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     # whose strings are added to the file's as each chunk is written, in the
     # order typing them there would add them.
     fe = g.first_edge
-    edge_chunks: list[tuple[int, int, int]] = []  # node ranges, edge_strings' size after
+    # Pieces of edges (`_edge_pieces`), each with edge_strings' size after it.
+    edge_chunks: list[tuple[int, int, int, int, int]] = []
     nonessential, hole = _nonessential(np, prog, g, maps)
     first_obj = 5 + 2 * len(g.root_names)
 
@@ -874,9 +896,14 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     # nodes at a time (as the slots' typed edges are) until written.
     counts = np.bincount(xe.src, minlength=g.nodes).astype(np.int32)
     extra_chunks = _Spilled(spill_dir)
-    ranges = _node_ranges(np, fe, 1, g.nodes)
-    for a, b in ranges:
+    pieces = _edge_pieces(np, fe, _node_ranges(np, fe, 1, g.nodes), g.first_object)
+    for a, b, lo, hi in pieces:
+        # A node's extra edges go with the piece its own edges end in.
         xa, xb = (int(x) for x in np.searchsorted(xe.src, [a, b]))
+        if lo > int(fe[a]) or hi < int(fe[b]):
+            end = fe[xe.src[xa:xb].astype(np.int64) + 1]
+            xa, xb = xa + int(np.searchsorted(end, lo, side="left" if lo == int(fe[a]) else "right")), \
+                xa + int(np.searchsorted(end, hi, side="right"))
         extra_chunks.put(xe.src[xa:xb], xe.kinds[xa:xb], xe.names[xa:xb], xe.to[xa:xb])
     globals_, notes = xe.globals, list(g.root_notes) + xe.notes
     del xe
@@ -892,10 +919,9 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     # edge_strings' size after it is in edge_chunks.
     typed_chunks = _Spilled(spill_dir)
     typed = src = ok = drop = None
-    for a, b in ranges:
+    for a, b, lo, hi in pieces:
         check_interrupted()
-        lo, hi = int(fe[a]), int(fe[b])
-        src = np.repeat(np.arange(a, b), np.diff(fe[a:b + 1]))
+        src = np.repeat(np.arange(a, b), np.diff(np.clip(fe[a:b + 1], lo, hi)))
         ok = keep[src] & keep[g.edge_to[lo:hi]]
         typed = _typed(np, prog, g, src, lo, hi, maps, is_js, edge_strings, codes)
         drop = _left_out(np, g, src, lo, hi, typed.kinds, nonessential)
@@ -917,8 +943,8 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         counts[a:b] += np.bincount(src[ok] - a, minlength=b - a).astype(np.int32)
         typed_chunks.put(typed.kinds[ok], typed.names[ok], row_of[g.edge_to[lo:hi][ok]],
                          np.packbits(ok))
-        edge_chunks.append((a, b, len(edge_strings.items)))
-        g.drop_pages()  # (the range's edges typed)
+        edge_chunks.append((a, b, lo, hi, len(edge_strings.items)))
+        g.drop_pages()  # (the piece's edges typed)
         free_pages_if_grown()
     # What only the typing and V8's extra edges needed, let go before the nodes:
     # the graph's edges too, all typed and put aside now (the graph is built
@@ -992,9 +1018,8 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     emit(",".join(map(str, first)))
     remap = np.zeros(len(edge_strings.items), dtype=np.uint32)  # edge_strings -> strings
     done = 0
-    for a, b, upto in edge_chunks:
+    for a, b, lo, hi, upto in edge_chunks:
         check_interrupted()
-        lo, hi = int(fe[a]), int(fe[b])
         kinds, names, to, bits = (typed_chunks.take(np) for _ in range(4))
         remap[done:upto] = strings.add_from(edge_strings, done, upto)
         done = upto

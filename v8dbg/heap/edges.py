@@ -129,6 +129,22 @@ class NodeMaps:
         return a if dtype is None else a.astype(dtype)
 
 
+def maps_where(np, node_map, nodes, pred) -> Any:
+    """Bool per node of `nodes`: pred(map) holds for its map, asked once per
+    distinct map (by the nodes' codes, two bytes each, where node_map is a
+    NodeMaps: no map word per node made)."""
+    if isinstance(node_map, NodeMaps):
+        c = node_map.codes
+        code = c.code[nodes]
+        table = np.zeros(len(c.maps), dtype=bool)
+        for k in unique(np, code).tolist():
+            table[k] = bool(pred(int(c.maps[k])))
+        return table[code]
+    m = node_map[nodes]
+    yes = [x for x in unique(np, m).tolist() if pred(int(x))]
+    return np.isin(m, np.array(yes, dtype=np.uint64))
+
+
 def has_map(np, node_map, maps) -> Any:
     """Bool per node: its map is one of `maps` (np.isin on the nodes' maps,
     on their codes where node_map is a NodeMaps)."""
@@ -821,10 +837,7 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         # kept by their source, rather than by listing every JS object's edges.
         # (Node indices fit 32 bits: edge_to holds them so.)
         owners, stores = _strong_slots(np, g, o_elements, is_js & keep)
-        sm = node_map[stores]
-        fm = [m for m in unique(np, sm).tolist() if _map_type(h, m) == fixed]
-        ok = np.isin(sm, np.array(fm, dtype=np.uint64))
-        del sm
+        ok = maps_where(np, node_map, stores, lambda m: _map_type(h, m) == fixed)
         owners, stores = owners[ok], stores[ok]
         # The stores' slots, some SCAN_PIECE at a time (a bigger store alone).
         ends = np.cumsum(fe[stores + 1] - fe[stores])
@@ -948,13 +961,9 @@ def _function_prototypes(prog: Program, g: gmod.Graph, keep, node_map, strings: 
     srcs, to = _strong_slots(np, g, at_off, keep)
     if not len(srcs):
         return
-    sm = node_map[srcs]
-    fm = [m for m in unique(np, sm).tolist() if _prototype_slot(prog, int(m))]
-    ok = np.isin(sm, np.array(fm, dtype=np.uint64))
+    ok = maps_where(np, node_map, srcs, lambda m: _prototype_slot(prog, m))
     srcs, to = srcs[ok].astype(np.int64), to[ok].astype(np.int64)
-    tm = node_map[to]
-    tmaps = [m for m in unique(np, tm).tolist() if m and _map_type(h, int(m)) == map_t]
-    ok = np.isin(tm, np.array(tmaps, dtype=np.uint64))
+    ok = maps_where(np, node_map, to, lambda m: m != 0 and _map_type(h, m) == map_t)
     srcs, to = srcs[ok], to[ok]
     if not len(to):
         return
@@ -1014,15 +1023,22 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
     o_props = md.off("JSReceiver", "raw_properties_or_hash")
     o_data = md.off("PropertyArray", "data")
     objs = np.flatnonzero(keep & is_js)
-    objs = objs[objs >= g.first_object]
+    # (Node indices in 32 bits: the graph's edges hold them so.)
+    objs = objs[objs >= g.first_object].astype(np.uint32)
     if not len(objs):
         return
-    maps = node_map[objs]
-    order = np.argsort(maps, kind="stable")
+    # Grouped by map: by the maps' codes where known (two bytes a node).
+    if isinstance(node_map, NodeMaps):
+        maps = node_map.codes.code[objs]
+    else:
+        maps = node_map[objs]
+    order = np.argsort(maps, kind="stable").astype(np.uint32)
     maps = maps[order]
     # Where each map's run starts in the sorted maps (without sorting them again).
     starts = np.flatnonzero(np.concatenate(([True], maps[1:] != maps[:-1])))
     um = maps[starts]
+    if isinstance(node_map, NodeMaps):
+        um = node_map.codes.maps[um]
     del maps
     bounds = np.append(starts, len(order))
     dictionary: list[Any] = []

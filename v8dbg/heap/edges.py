@@ -840,7 +840,11 @@ def extra_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js,
         ok = maps_where(np, node_map, stores, lambda m: _map_type(h, m) == fixed)
         owners, stores = owners[ok], stores[ok]
         # The stores' slots, some SCAN_PIECE at a time (a bigger store alone).
-        ends = np.cumsum(fe[stores + 1] - fe[stores])
+        ends = np.empty(len(stores), dtype=np.int64)
+        for i in range(0, len(stores), SCAN_PIECE):
+            s = stores[i:i + SCAN_PIECE].astype(np.int64)
+            ends[i:i + len(s)] = fe[s + 1] - fe[s]
+        np.cumsum(ends, out=ends)
         g.drop_pages()  # (first_edge read across the graph)
         i = 0
         while i < len(stores):

@@ -290,8 +290,9 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, seq, maps, pages, namer: 
     (nodes in address order without a sort)."""
     st = prog.values.s
     w = prog.heap_state.walker
-    nodes = np.flatnonzero(seq)
-    addr = g.node_addr[nodes]
+    # (Node indices in 32 bits, as the graph's edges hold them; each page's
+    # strings' addresses read from the graph's as the page comes.)
+    nodes = np.flatnonzero(seq).astype(np.uint32)
     one_all = seq[nodes] == 1
     add_all = namer.s.add_all
     # The one-byte strings' nodes and characters, page after page, added to
@@ -313,19 +314,20 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, seq, maps, pages, namer: 
 
     pending = 0
     for p in pages:
-        lo = int(np.searchsorted(addr, np.uint64(p.start)))
-        hi = int(np.searchsorted(addr, np.uint64(p.end)))
+        on_page = np.searchsorted(g.node_addr, [np.uint64(p.start), np.uint64(p.end)])
+        lo, hi = (int(x) for x in np.searchsorted(nodes, on_page))
         if hi <= lo:
             continue
         check_interrupted()
         data = w.read_page(p)
         sel = nodes[lo:hi]
+        addr = g.node_addr[sel]
         if data is None:
             nname[sel] = [namer.of_object("string", int(g.node_addr[i]), int(maps[i]))
                           for i in sel.tolist()]
             continue
         buf = np.frombuffer(data, dtype=np.uint8)
-        offs = (addr[lo:hi] - np.uint64(1 + p.start)).astype(np.int64)
+        offs = (addr - np.uint64(1 + p.start)).astype(np.int64)
         lens = buf[(offs + st.o_len)[:, None] + np.arange(4)].copy().view("<i4").ravel()
         lens = lens.astype(np.int64)
         one = one_all[lo:hi]
@@ -355,7 +357,7 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, seq, maps, pages, namer: 
         codecs = np.where(one, 0, 1).tolist()
         fl, el, bl = first.tolist(), ends.tolist(), bad.tolist()
         nname[sel[rest]] = [
-            namer.of_object("string", int(addr[lo + j]), int(maps[sel[j]])) if bl[j]
+            namer.of_object("string", int(addr[j]), int(maps[sel[j]])) if bl[j]
             else add_all([raw[fl[j]:el[j]].decode(_CODECS[codecs[j]], "surrogatepass")])[0]
             for j in rest.tolist()]
     flush()

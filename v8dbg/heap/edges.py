@@ -936,10 +936,16 @@ def _element_edges(np, h, g: gmod.Graph, keep, skip, owners, stores, src_p: list
     to = g.edge_to[idx]
     live = keep[to] if skip is None else keep[to] & ~skip[to]
     src_p.append(own[live].astype(np.uint32))
-    kind_p.append(np.full(int(live.sum()), gmod.E_ELEMENT, dtype=np.uint8))
+    kind_p.append(_same(np, live.sum(), gmod.E_ELEMENT, np.uint8))
     name_p.append(((g.edge_name[idx[live]].astype(np.int64) - h.o_fa_data) // 8)
                   .astype(np.uint32))
     to_p.append(to[live].astype(np.uint32))
+
+
+def _same(np, n: int, value, dtype) -> Any:
+    """n times value, as a part of an edge column: a read-only view of one
+    item (no memory per edge until the parts are joined)."""
+    return np.broadcast_to(np.array(value, dtype=dtype), (int(n),))
 
 
 def _joined(np, parts: list) -> Any:
@@ -983,8 +989,8 @@ def _function_prototypes(prog: Program, g: gmod.Graph, keep, node_map, strings: 
     dst = proto[inv]
     live = dst >= 0
     src_p.append(srcs[live].astype(np.uint32))
-    kind_p.append(np.full(int(live.sum()), gmod.E_PROPERTY, dtype=np.uint8))
-    name_p.append(np.full(int(live.sum()), strings.add("prototype"), dtype=np.uint32))
+    kind_p.append(_same(np, live.sum(), gmod.E_PROPERTY, np.uint8))
+    name_p.append(_same(np, live.sum(), strings.add("prototype"), np.uint32))
     to_p.append(dst[live].astype(np.uint32))
 
 
@@ -1054,8 +1060,8 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
             return
         src = np.broadcast_to(np.asarray(src, dtype=np.uint32), to.shape)[ok]
         src_p.append(src)
-        kind_p.append(np.full(len(src), gmod.E_PROPERTY, dtype=np.uint8))
-        name_p.append(np.full(len(src), strings.add(key), dtype=np.uint32))
+        kind_p.append(_same(np, len(src), gmod.E_PROPERTY, np.uint8))
+        name_p.append(_same(np, len(src), strings.add(key), np.uint32))
         to_p.append(to[ok].astype(np.uint32))
 
     def accessor(src, key: str, pair: int, symbol: bool) -> None:
@@ -1098,10 +1104,10 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
         except (DecodeError, TargetMemoryError):
             p = None
         if p is not None and keep[p]:
-            src_p.append(sel.astype(np.uint32))
-            kind_p.append(np.full(len(sel), gmod.E_PROPERTY, dtype=np.uint8))
-            name_p.append(np.full(len(sel), proto, dtype=np.uint32))
-            to_p.append(np.full(len(sel), p, dtype=np.uint32))
+            src_p.append(sel)
+            kind_p.append(_same(np, len(sel), gmod.E_PROPERTY, np.uint8))
+            name_p.append(_same(np, len(sel), proto, np.uint32))
+            to_p.append(_same(np, len(sel), p, np.uint32))
         try:
             fields = prog.values.fast_fields(int(m))
         except (DecodeError, TargetMemoryError):
@@ -1137,7 +1143,7 @@ def _property_edges(prog: Program, g: gmod.Graph, keep, node_map, is_js, strings
     def flush() -> None:
         if b_src:
             src_p.append(np.array(b_src, dtype=np.uint32))
-            kind_p.append(np.full(len(b_src), gmod.E_PROPERTY, dtype=np.uint8))
+            kind_p.append(_same(np, len(b_src), gmod.E_PROPERTY, np.uint8))
             name_p.append(np.array(b_name, dtype=np.uint32))
             to_p.append(np.array(b_to, dtype=np.uint32))
             b_src.clear()

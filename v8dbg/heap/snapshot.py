@@ -640,14 +640,18 @@ def _edge_pieces(np, fe, ranges, first_object: int) -> list[tuple[int, int, int,
 def _inserted(np, xe: Extra, src, kinds, names, to) -> Extra:
     """xe with more edges, each after xe's edges of its source, in their order
     (where a stable sort of both by source puts them): inserted into the
-    sorted arrays, not sorted again with them."""
+    sorted arrays, not sorted again with them; xe's columns replaced one at
+    a time (no more than one old column held beside its new one)."""
     order = np.argsort(src, kind="stable")
     src = np.asarray(src)[order].astype(xe.src.dtype)
     at = np.searchsorted(xe.src, src, side="right")
-    cols = spliced(np, [xe.src, xe.kinds, xe.names, xe.to], at,
-                   [src, np.asarray(kinds)[order], np.asarray(names)[order],
-                    np.asarray(to)[order].astype(xe.to.dtype)])
-    return Extra(*cols, xe.globals, xe.notes)
+    for col, new in (("kinds", np.asarray(kinds)[order]), ("names", np.asarray(names)[order]),
+                     ("to", np.asarray(to)[order].astype(xe.to.dtype)), ("src", src)):
+        old = getattr(xe, col)
+        setattr(xe, col, None)
+        setattr(xe, col, spliced(np, [old], at, [new])[0])
+        del old
+    return xe
 
 
 def _root_names(np, prog: Program, g: gmod.Graph, strings: StringTable) -> tuple[Any, Any]:
@@ -888,7 +892,8 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     # graph index g.nodes + k.
     bd = buffer_data(prog, g, keep, maps, codes.maps)
     native = len(bd.stores)
-    row_of = np.concatenate([row_of, rows + np.arange(native, dtype=ix)])
+    if native:
+        row_of = np.concatenate([row_of, rows + np.arange(native, dtype=ix)])
     if len(bd.src):
         xe = _inserted(np, xe, bd.src, np.full(len(bd.src), gmod.E_INTERNAL, np.uint8),
                        np.full(len(bd.src), strings.add("backing_store"), np.uint32),

@@ -33,7 +33,7 @@ from ..errors import DecodeError, TargetMemoryError
 from ..interrupt import check_interrupted
 from ..v8 import rootnames
 from ..v8.layouts import heap_snapshot_meta, script_context_table_is_array
-from . import census, roots
+from . import census, mapped, roots
 from .arrays import spliced
 from . import graph as gmod
 from .edges import (Extra, MapCodes, NodeMaps, StringTable, Typed, buffer_data,
@@ -637,6 +637,27 @@ def _edge_pieces(np, fe, ranges, first_object: int) -> list[tuple[int, int, int,
     return out
 
 
+class _Rows:
+    """Each kept node's row in the file: graph node i > 0 is row i + 1 less
+    the nodes left out before it (node 0 is row 0, `(GC roots)` row 1), a
+    native node g.nodes + k row `native` + k. Worked out from the nodes left
+    out (few: the garbage), not held as a row per node."""
+
+    def __init__(self, np, keep, dtype) -> None:
+        self.np, self.dtype = np, dtype
+        self.n = len(keep)
+        self.out = np.flatnonzero(~keep)
+        self.native = 0
+
+    def __getitem__(self, nodes) -> Any:
+        np = self.np
+        i = np.asarray(nodes, dtype=np.int64)
+        r = i - np.searchsorted(self.out, i) + (i > 0)
+        if bool((i >= self.n).any()):
+            r = np.where(i >= self.n, self.native + i - self.n, r)
+        return r.astype(self.dtype)
+
+
 def _inserted(np, xe: Extra, src, kinds, names, to) -> Extra:
     """xe with more edges, each after xe's edges of its source, in their order
     (where a stable sort of both by source puts them): inserted into the
@@ -786,9 +807,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     ix = np.int32 if 2 * g.nodes < 2**31 else np.int64
     kept = np.flatnonzero(keep).astype(ix)
     rows = len(kept) + 1  # + (GC roots)
-    row_of = np.full(g.nodes, -1, dtype=ix)
-    row_of[kept] = np.arange(len(kept), dtype=ix)
-    row_of[kept[kept > 0]] += 1
+    row_of = _Rows(np, keep, ix)
     ntype = np.zeros(g.nodes, dtype=np.uint8)
     nname = np.zeros(g.nodes, dtype=np.uint32)
     synth = types.index("synthetic")
@@ -892,8 +911,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     # graph index g.nodes + k.
     bd = buffer_data(prog, g, keep, maps, codes.maps)
     native = len(bd.stores)
-    if native:
-        row_of = np.concatenate([row_of, rows + np.arange(native, dtype=ix)])
+    row_of.native = rows  # (the first native node's row)
     if len(bd.src):
         xe = _inserted(np, xe, bd.src, np.full(len(bd.src), gmod.E_INTERNAL, np.uint8),
                        np.full(len(bd.src), strings.add("backing_store"), np.uint32),
@@ -901,7 +919,10 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     free_pages()
     # V8's edges that are no slot: counted now, then put aside a chunk of
     # nodes at a time (as the slots' typed edges are) until written.
-    counts = np.bincount(xe.src, minlength=g.nodes).astype(np.int32)
+    # (Each node's count of edges in a temporary file's pages, resident only
+    # while a range of them is counted or written: mapped.py.)
+    counts = mapped.file_array(np, g.nodes, np.int32, spill_dir)
+    counts[0] = np.count_nonzero(xe.src == 0)
     extra_chunks = _Spilled(spill_dir)
     pieces = _edge_pieces(np, fe, _node_ranges(np, fe, 1, g.nodes), g.first_object)
     for a, b, lo, hi in pieces:
@@ -911,6 +932,8 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
             end = fe[xe.src[xa:xb].astype(np.int64) + 1]
             xa, xb = xa + int(np.searchsorted(end, lo, side="left" if lo == int(fe[a]) else "right")), \
                 xa + int(np.searchsorted(end, hi, side="right"))
+        if xb > xa:
+            counts[a:b] += np.bincount(xe.src[xa:xb] - a, minlength=b - a).astype(np.int32)
         extra_chunks.put(xe.src[xa:xb], xe.kinds[xa:xb], xe.names[xa:xb], xe.to[xa:xb])
     globals_, notes = xe.globals, list(g.root_notes) + xe.notes
     del xe
@@ -952,6 +975,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
                          np.packbits(ok))
         edge_chunks.append((a, b, lo, hi, len(edge_strings.items)))
         g.drop_pages()  # (the piece's edges typed)
+        mapped.drop(counts)
         free_pages_if_grown()
     # What only the typing and V8's extra edges needed, let go before the nodes:
     # the graph's edges too, all typed and put aside now (the graph is built

@@ -905,6 +905,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     same = xe.src.dtype.itemsize == np.dtype(ix).itemsize
     xe = Extra(xe.src.view(ix) if same else xe.src.astype(ix), xe.kinds, xe.names,
                xe.to.view(ix) if same else xe.to.astype(ix), xe.globals, xe.notes)
+    free_pages()  # (the extra edges' parts and sort, done with)
     xe = _inserted(np, xe, eph.table, np.full(len(eph.table), gmod.E_INTERNAL, np.uint8),
                    eph.table_names(strings), eph.value)
     # ArrayBuffers' backing stores: native nodes after the objects, their

@@ -19,7 +19,7 @@ import ctypes
 import os
 from typing import Any
 
-from ..inferior import elf
+from ..inferior import backend, elf
 from . import mapped
 
 _trim: Any = None
@@ -41,10 +41,13 @@ def _own_resident() -> int:
 def free_pages() -> None:
     """Return the allocator's free pages to the system (glibc only), and the
     pages of the files mapped (the binary's: elf.release_pages; the graph's
-    arrays: mapped.drop_all)."""
+    arrays: mapped.drop_all), after emptying the target's page caches (their
+    pages, scattered through the allocator's heap, would keep it from
+    giving back the free ones around them)."""
     global _trim
     elf.release_pages()
     mapped.drop_all()
+    backend.clear_caches()
     if _trim is None:
         _trim = False
         try:

@@ -8,6 +8,7 @@ V8 knowledge -- lives in the core and is the same for every backend.
 from __future__ import annotations
 
 import struct
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -98,6 +99,18 @@ class Backend(Protocol):
         ...
 
 
+# Every Memory in use: `clear_caches` empties their page caches.
+_MEMORIES: "weakref.WeakSet[Memory]" = weakref.WeakSet()
+
+
+def clear_caches() -> None:
+    """Empty the page cache of every Memory: between the phases of a long
+    analysis, whose pages one phase read the next mostly does not (the heap
+    commands' free_pages), rather than hold up to the cache's limit."""
+    for m in list(_MEMORIES):
+        m.clear()
+
+
 class Memory:
     """Cached, bounded reads on top of a backend.
 
@@ -112,6 +125,7 @@ class Memory:
         self._pages: dict[int, bytes | None] = {}
         self._limit = cache_pages
         self.stats_reads = 0
+        _MEMORIES.add(self)
 
     def clear(self) -> None:
         self._pages.clear()

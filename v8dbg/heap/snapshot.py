@@ -345,6 +345,8 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, seq, maps, pages, namer: 
             if pending >= NAMES_PIECE:
                 flush()
                 pending = 0
+                g.drop_pages()  # (the nodes' addresses and sizes read so far)
+                free_pages_if_grown()
         if fast.all():
             continue
         # Two-byte strings, and strings that are not all on the page (each

@@ -237,3 +237,22 @@ def test_random_graphs_against_the_definition(deep, monkeypatch):
         assert t.retained.tolist() == ret.tolist()
         passes += 1
     assert passes == 300
+
+
+def test_sets_in_pieces_give_the_same_sizes(monkeypatch):
+    """Members given set by set (as findjsobjects --retained gives a row's
+    objects together) are summed some SET_PIECE at a time, whole sets each
+    (a larger set alone): pieces of a few dozen members, and of one, give
+    what one piece gives (a real heap: node 24's mixed one)."""
+    snap = heapsnapshot.read(mixed_snapshot("24.21.0"))
+    n = len(snap.ids)
+    rng = np.random.default_rng(23)
+    sizes = rng.integers(1, 1000, n).astype(np.uint64)
+    t = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, sizes)
+    group = np.sort(np.concatenate([rng.integers(0, 60, 5000), np.full(400, 17)]))
+    members = rng.integers(0, n, len(group))
+    want = D.set_retained(t, members, group)
+    for piece in (37, 1):
+        monkeypatch.setattr(D, "SET_PIECE", piece)
+        assert (D.set_retained(t, members, group) == want).all(), piece
+    assert want.sum() > 0 and len(want) == 60

@@ -64,8 +64,9 @@ def _np():
 
 
 # Edges a breadth-first step takes at once: its temporaries (a few 8-byte
-# arrays of this length) stay some tens of MB however wide a level is.
-STEP_EDGES = 1 << 20
+# arrays of this length, and as many nodes' offsets) stay a few MB however
+# wide a level is.
+STEP_EDGES = 1 << 18
 
 
 def expand(np, first_edge, nodes, limit: int = 0):
@@ -484,13 +485,18 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     n = len(first_edge) - 1
     sfirst, dst = _targets(np, first_edge, edge_to, essential, root, from_root, np.int32)
     mapped.drop(first_edge, edge_to)  # (a file's pages, where they are: read through)
+    free_pages()  # (and the other graph arrays' pages, what the essential edges left)
 
     # Levels: breadth first from the root; then what only weak edges hold (no
     # predecessor at all), each such node hung from the root; then what is left
     # (cycles of garbage), each node on its own under the root.
     level = np.full(n, -1, np.int32)
     order = _levels(np, sfirst, dst, n, [root], level, 0)
-    indeg = np.bincount(dst, minlength=n).astype(np.int32)
+    # (A piece of edges at a time: bincount makes a 64-bit copy of its input.)
+    indeg = np.zeros(n, np.int32)
+    for a in range(0, len(dst), PIECE_EDGES):
+        indeg += np.bincount(dst[a:a + PIECE_EDGES], minlength=n).astype(np.int32)
+    free_pages()  # (the levels' and the counts' temporaries)
     hung = np.zeros(0, np.int64)
     if len(order) < n:
         free = np.flatnonzero((indeg == 0) & (level < 0))
@@ -540,6 +546,7 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     key, pinv = np.unique(key, return_inverse=True)
     ua, ub = (key // n).astype(np.int32), (key % n).astype(np.int32)
     del key
+    free_pages()  # (the pairs' temporaries)
     # The others: their predecessors met pairwise, in a tree of meets per set,
     # grouped by set (a counting sort, a piece of edges at a time).
     rn = np.flatnonzero(indeg[order] > 2).astype(np.int32)  # by number, ascending
@@ -800,6 +807,32 @@ def set_retained(tree: DominatorTree, members, group) -> Any:
     k = int(group.max()) + 1 if len(group) else 0
     if not len(members):
         return np.zeros(k, np.uint64)
+    if len(members) > SET_PIECE and bool((group[1:] >= group[:-1]).all()):
+        # Each set's members together: some SET_PIECE members at a time (a
+        # larger set alone), whole sets each, the sort's temporaries bounded.
+        heads = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+        out = np.zeros(k, np.uint64)
+        n, a = len(members), 0
+        while a < n:
+            b = n
+            if a + SET_PIECE < n:
+                j = int(np.searchsorted(heads, a + SET_PIECE, side="right"))
+                b = int(heads[j - 1])  # (a is a head: j >= 1)
+                if b <= a:  # a set larger than a piece: alone
+                    b = int(heads[j]) if j < len(heads) else n
+            out += _set_retained(np, tree, members[a:b], group[a:b], k)
+            a = b
+        return out
+    return _set_retained(np, tree, members, group, k)
+
+
+# Members whose sets' retained sizes are summed at once, at most (but for a
+# set larger than that): some 40 bytes of temporaries each.
+SET_PIECE = 1 << 18
+
+
+def _set_retained(np, tree: DominatorTree, members, group, k: int) -> Any:
+    """set_retained of members given in any order."""
     span = np.int64(len(tree.tin) + 1)
     # Sorted by (set, preorder place); each array made from the sort's result
     # and the one before it let go, at most four per member held at once.

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import graph as graphmod
 from .dominators import DominatorTree, dominator_tree, essential_edges, set_retained
 from .groups import Group, members
+from .release import free_pages
 from .selfsize import snapshot_sizes
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ def of_groups(prog: Program, heap: int, rows: list[Group], progress=None) -> lis
     grp = np.repeat(np.arange(len(rows), dtype=np.int32), [len(i) for i in idx_parts])
     idx = np.concatenate(idx_parts)
     del idx_parts
+    free_pages()  # (what the tree and the members' lookups left)
     got = set_retained(t, idx, grp)
     out = [0] * len(rows)
     for k in range(min(len(rows), len(got))):

@@ -943,9 +943,12 @@ def _element_edges(np, h, g: gmod.Graph, keep, skip, owners, stores, src_p: list
 
 
 def _same(np, n: int, value, dtype) -> Any:
-    """n times value, as a part of an edge column: a read-only view of one
-    item (no memory per edge until the parts are joined)."""
-    return np.broadcast_to(np.array(value, dtype=dtype), (int(n),))
+    """n times value, as a part of an edge column: where many, a read-only
+    view of one item (no memory per edge until the parts are joined)."""
+    n = int(n)
+    if n < 4096:
+        return np.full(n, value, dtype=dtype)  # (made faster than a view)
+    return np.broadcast_to(np.array(value, dtype=dtype), (n,))
 
 
 def _joined(np, parts: list) -> Any:

@@ -313,9 +313,13 @@ def _name_sequential(np, prog: Program, g: gmod.Graph, seq, maps, pages, namer: 
         bulk_lens.clear()
 
     pending = 0
-    for p in pages:
-        on_page = np.searchsorted(g.node_addr, [np.uint64(p.start), np.uint64(p.end)])
-        lo, hi = (int(x) for x in np.searchsorted(nodes, on_page))
+    # Each page's strings: where they start and end among `nodes`, for all
+    # pages at once.
+    spans = np.array([(p.start, p.end) for p in pages], dtype=np.uint64).reshape(-1)
+    at = np.searchsorted(nodes, np.searchsorted(g.node_addr, spans)).tolist()
+    del spans
+    for k, p in enumerate(pages):
+        lo, hi = at[2 * k], at[2 * k + 1]
         if hi <= lo:
             continue
         check_interrupted()

@@ -545,7 +545,7 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
                                k, j0, j1, w0, w1, mto, mok, xsrc, xto, xname,
                                degree, edge_to, edge_type, edge_name, at)
             mapped.drop(edge_to, edge_type, edge_name, first_edge)  # (written: in the file's pages)
-            free_pages_if_grown()  # (the piece's temporaries)
+            free_pages_if_grown(arrays=False)  # (the piece's temporaries; node_addr kept)
         k += len(starts)
         done += p.end - p.start
         if progress is not None:

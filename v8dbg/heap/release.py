@@ -38,15 +38,17 @@ def _own_resident() -> int:
         return 0
 
 
-def free_pages() -> None:
+def free_pages(arrays: bool = True) -> None:
     """Return the allocator's free pages to the system (glibc only), and the
     pages of the files mapped (the binary's: elf.release_pages; the graph's
-    arrays: mapped.drop_all), after emptying the target's page caches (their
+    arrays: mapped.drop_all, unless `arrays` is false: a pass that reads
+    them throughout), after emptying the target's page caches (their
     pages, scattered through the allocator's heap, would keep it from
     giving back the free ones around them)."""
     global _trim
     elf.release_pages()
-    mapped.drop_all()
+    if arrays:
+        mapped.drop_all()
     backend.clear_caches()
     if _trim is None:
         _trim = False
@@ -64,7 +66,7 @@ def free_pages() -> None:
         _at_trim = _own_resident()
 
 
-def free_pages_if_grown(margin: int = 32 << 20) -> None:
+def free_pages_if_grown(margin: int = 32 << 20, arrays: bool = True) -> None:
     """free_pages() when this process's own resident memory has grown by more
     than `margin` since the last: a phase that makes and drops arrays of
     varying sizes a piece at a time touches more and more of the allocator's
@@ -76,6 +78,6 @@ def free_pages_if_grown(margin: int = 32 << 20) -> None:
     global _at_trim
     now = _own_resident()
     if now and now - _at_trim > margin:
-        free_pages()
+        free_pages(arrays)
     elif now and now < _at_trim:
         _at_trim = now  # (shrunk since: growth counts from here)

@@ -4,11 +4,15 @@ The CLI keeps what the C library frees in its heap (commands/cli.py: no
 mapping of its own for arrays below 32 MB, no trimming), so that the next
 arrays reuse those pages without faulting them in again. The cost: the
 temporaries of one phase that the next does not fit into stay resident on
-top of what that phase holds. Between such phases (the writer's extra
-edges and its typed edges) the allocator is asked (glibc's `malloc_trim`)
-to return its free pages; elsewhere (no glibc) this does nothing. Within a
-phase that makes and drops arrays a piece at a time, it is asked only once
-this process has grown by some tens of MB since the last time
+top of what that phase holds. Between such phases (the graph's walk and its
+edges, the writer's naming, extra edges, typed edges and nodes, the
+dominator tree's passes) the allocator is asked (glibc's `malloc_trim`) to
+return its free pages; elsewhere (no glibc) this does nothing. The target's
+page caches are emptied first (their 4 KB pages, scattered through the
+allocator's heap, would pin the free pages around them), and the pages of
+the files mapped (node's binary, the graph's arrays) let go. Within a phase
+that makes and drops arrays a piece at a time, it is asked only once this
+process has grown by some tens of MB since the last time
 (`free_pages_if_grown`): seldom enough that the pages reused meanwhile are
 not faulted in again each piece.
 """

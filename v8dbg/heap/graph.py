@@ -752,10 +752,10 @@ def reach(g: Graph, parents: bool = True) -> tuple[Any, Any]:
                 parent[u] = idx[first]
             seen[u] = True
             found.append(u)  # node indices as edges hold them: 32 bits
+            g.drop_pages()  # (the piece's edges read)
         frontier = np.concatenate(found) if found else frontier[:0]
         if len(found) > 1:
             frontier.sort()
-        g.drop_pages()  # (one level's edges read)
     g._reach, g._parent = seen, parent
     free_pages()  # (the search's temporaries)
     return seen, parent

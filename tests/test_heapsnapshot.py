@@ -1230,3 +1230,23 @@ def test_nodes_edges_in_pieces_write_the_same_bytes(monkeypatch):
         made.append(out.getvalue())
     assert cut[0] == 0 and cut[1] >= 20, cut
     assert made[0] == made[1]
+
+
+def test_sizes_a_piece_at_a_time_are_the_sizes():
+    """The writer asks for its rows' self sizes a piece at a time
+    (selfsize.sizes_of: the read-only objects' 0 and the external strings'
+    characters worked out for the nodes asked): the same sizes, node for
+    node, as the array snapshot_sizes makes for the retained sizes."""
+    from support import core_program
+    from v8dbg.heap import graph, selfsize
+    from v8dbg.heap.isolates import choose
+    version = "24.21.0"
+    prog, _backend = core_program(leak(version) / "core", version)
+    g = graph.build(prog, choose(prog, None, None).heap)
+    whole = selfsize.snapshot_sizes(prog, g)
+    lazy = selfsize.sizes_of(prog, g)
+    assert isinstance(lazy, selfsize.SizesOf)
+    got = np.concatenate([lazy[np.arange(a, min(a + 7001, g.nodes))]
+                          for a in range(0, g.nodes, 7001)])
+    assert got.tolist() == whole.tolist()
+    assert len(lazy.ext_nodes) and (whole[g.in_read_only()] == 0).all() and g.in_read_only().any()

@@ -55,6 +55,43 @@ def snapshot_sizes(prog: Program, g: gmod.Graph, maps: Any = None, distinct: Any
     return out
 
 
+class SizesOf:
+    """snapshot_sizes' values of the nodes asked, a piece of nodes at a time
+    (indexed as that array is): the graph's sizes, the read-only objects'
+    0 and the external strings' characters added, with no array per node
+    made (the writer asks for the sizes of a piece of rows at a time)."""
+
+    def __init__(self, np, g: gmod.Graph, extras: list[tuple[int, int]]) -> None:
+        self.np, self.g = np, g
+        self.read_only = [tuple(int(x) for x in np.searchsorted(
+            g.node_addr, [np.uint64(p.start), np.uint64(p.end)])) for p in g.read_only]
+        self.ext_nodes = np.array([i for i, _ in extras], dtype=np.int64)
+        self.ext_bytes = np.array([n for _, n in extras], dtype=np.uint64)
+
+    def __getitem__(self, nodes) -> Any:
+        np, g = self.np, self.g
+        i = np.asarray(nodes, dtype=np.int64)
+        out = g.node_size[i].astype(np.uint64)
+        for a, b in self.read_only:
+            out[(i >= max(a, g.first_object)) & (i < b)] = 0
+        if len(self.ext_nodes):
+            j = np.minimum(np.searchsorted(self.ext_nodes, i), len(self.ext_nodes) - 1)
+            hit = self.ext_nodes[j] == i
+            out[hit] += self.ext_bytes[j[hit]]
+        return out
+
+
+def sizes_of(prog: Program, g: gmod.Graph, maps: Any = None, distinct: Any = None) -> Any:
+    """snapshot_sizes as an object giving the sizes of the nodes asked (SizesOf),
+    or the graph's own sizes where the version's rule is the plain one."""
+    if not applies(prog):
+        return g.node_size
+    np = gmod.numpy()
+    if maps is None:
+        maps = node_maps(g)
+    return SizesOf(np, g, _external_payloads(np, prog, g, maps, distinct))
+
+
 def _external_payloads(np, prog: Program, g: gmod.Graph, maps, distinct=None):
     """(node, bytes of its characters) of each external string on the heap
     (not read-only: those weigh 0 whatever they hold)."""

@@ -40,7 +40,7 @@ from .edges import (Extra, MapCodes, NodeMaps, StringTable, Typed, buffer_data,
                     extra_edges, type_edges)
 from .locations import Location, Locations
 from .release import free_pages, free_pages_if_grown
-from .selfsize import snapshot_sizes
+from .selfsize import sizes_of
 from .strtable import Bulk, gather
 
 if TYPE_CHECKING:
@@ -990,7 +990,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     del typed, src, ok, drop
     gmod.let_go_edges(prog, g)
     edge_strings.drop_lookups()
-    self_sizes = snapshot_sizes(prog, g, maps, codes.maps)
+    self_sizes = sizes_of(prog, g, maps, codes.maps)  # (worked out a piece of rows at a time)
     del maps, codes, nonessential, hole
     ntype, nname = node_cols.take(np), node_cols.take(np)
     node_cols.close()
@@ -1041,8 +1041,6 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         emit_raw(b"," + _decimal(np, cols_n))
     # What only the nodes needed, let go before the edges.
     del ntype, nname, self_sizes, counts, is_js, eph, keep
-    if hasattr(g, "_snapshot_sizes"):
-        del g._snapshot_sizes
     free_pages()
     emit("],\n\"edges\":[")
     E_EL = 1

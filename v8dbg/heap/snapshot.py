@@ -942,6 +942,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         if xb > xa:
             counts[a:b] += np.bincount(xe.src[xa:xb] - a, minlength=b - a).astype(np.int32)
         extra_chunks.put(xe.src[xa:xb], xe.kinds[xa:xb], xe.names[xa:xb], xe.to[xa:xb])
+        mapped.drop(counts, fe)  # (counted, read: in the files' pages)
     globals_, notes = xe.globals, list(g.root_notes) + xe.notes
     del xe
     free_pages()

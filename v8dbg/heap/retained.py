@@ -53,6 +53,7 @@ def of_groups(prog: Program, heap: int, rows: list[Group], progress=None) -> lis
     """The retained size of each row (reachable objects only)."""
     np = graphmod.numpy()
     g, t = tree(prog, heap, progress)
+    free_pages()  # (what making the tree left)
     seen = graphmod.reached(g)
     idx_parts: list[Any] = []
     for row in rows:

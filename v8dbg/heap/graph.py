@@ -297,7 +297,7 @@ def _page_slots(np, data, starts, sizes, data_kind, lo: int, hi: int, w0: int, w
     ok = owner >= 0
     owner = np.where(ok, owner, 0)
     at = starts[owner]
-    ok &= pos < at + sizes[owner]
+    ok &= pos < at + sizes[owner].astype(np.int64)  # (a damaged size may be near 2**31)
     # Objects whose body is data: only their map word is a slot.
     ok &= ~data_kind[owner]
     owner = owner[ok]
@@ -310,24 +310,27 @@ def _page_slots(np, data, starts, sizes, data_kind, lo: int, hi: int, w0: int, w
 WINDOW = 1 << 17
 
 
-def _windows(np, starts, sizes):
-    """(first object, end object, first word, end word) of each piece of a
-    page's words that `build` reads at once: whole objects of about WINDOW
-    words together, an object larger than that in pieces of its own."""
+def _windows(np, starts, sizes, words: int):
+    """(first object, end object, first word, end word, last?) of each piece
+    of a page's words that `build` reads at once: whole objects of about
+    WINDOW words together, an object larger than that in pieces of its own
+    (`last`: the piece its object ends in). No piece goes past the page's
+    `words` (a damaged size may say anything)."""
     if not len(starts):
         return []
-    ends = starts + sizes
-    cut = np.unique(np.searchsorted(starts, np.arange(0, int(ends[-1]), WINDOW)))
+    ends = np.minimum(starts.astype(np.int64) + sizes, max(int(words), int(starts[-1]) + 1))
+    cut = np.unique(np.searchsorted(starts, np.arange(0, int(ends.max()), WINDOW)))
     out = []
     bounds = cut.tolist() + [len(starts)]
     for j0, j1 in zip(bounds, bounds[1:]):
         if j1 <= j0:
             continue
-        w0, w1 = int(starts[j0]), int(ends[j1 - 1])
+        w0, w1 = int(starts[j0]), int(ends[j0:j1].max())
         if j1 - j0 == 1 and w1 - w0 > WINDOW:
-            out.extend((j0, j1, x, min(x + WINDOW, w1)) for x in range(w0, w1, WINDOW))
+            out.extend((j0, j1, x, min(x + WINDOW, w1), x + WINDOW >= w1)
+                       for x in range(w0, w1, WINDOW))
         else:
-            out.append((j0, j1, w0, w1))
+            out.append((j0, j1, w0, w1, True))
     return out
 
 
@@ -540,9 +543,9 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
         # Each object's map word, its first slot, resolved per distinct map.
         mto, mok = resolve(maps)
         mto, mok = mto[which].astype(np.uint32), mok[which]
-        for j0, j1, w0, w1 in _windows(np, starts, sizes):
+        for j0, j1, w0, w1, ends_here in _windows(np, starts, sizes, (p.end - p.start) >> 3):
             at = _window_edges(np, md, prog.heap, data, starts, sizes, dk, wk, lo, hi, resolve,
-                               k, j0, j1, w0, w1, mto, mok, xsrc, xto, xname,
+                               k, j0, j1, w0, w1, ends_here, mto, mok, xsrc, xto, xname,
                                degree, edge_to, edge_type, edge_name, at)
             mapped.drop(edge_to, edge_type, edge_name, first_edge)  # (written: in the file's pages)
             free_pages_if_grown(arrays=False)  # (the piece's temporaries; node_addr kept)
@@ -567,7 +570,8 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
 
 
 def _window_edges(np, md, h, data, starts, sizes, dk, wk, lo, hi, resolve, k, j0, j1, w0, w1,
-                  mto, mok, xsrc, xto, xname, degree, edge_to, edge_type, edge_name, at):
+                  ends_here, mto, mok, xsrc, xto, xname, degree, edge_to, edge_type, edge_name,
+                  at):
     """Write the edges of one piece of a page (`_windows`) at edge `at` of the
     edge arrays, in the order of their objects, each object's map first and
     its edges no slot holds last (an object in pieces: in its first and its
@@ -586,7 +590,7 @@ def _window_edges(np, md, h, data, starts, sizes, dk, wk, lo, hi, resolve, k, j0
     owner, to, kind, off = spliced(np, [owner, to, kind, off], into,
                                    [objs, mto[objs], np.uint8(E_INTERNAL), np.uint32(0)])
     # The edges no slot holds of the objects that end here.
-    last = j1 if int(starts[j1 - 1] + sizes[j1 - 1]) <= w1 else j1 - 1
+    last = j1 if ends_here else j1 - 1
     a, b = np.searchsorted(xsrc, [k + j0, k + last])
     if b > a:
         src = xsrc[a:b] - k

@@ -1198,38 +1198,44 @@ def test_small_pieces_write_the_same_bytes(monkeypatch):
     assert got == want
 
 
-def test_nodes_edges_in_pieces_write_the_same_bytes(monkeypatch):
+@pytest.mark.parametrize("fixture", ["leak", "weakmap_values.js"])
+def test_nodes_edges_in_pieces_write_the_same_bytes(fixture, monkeypatch):
     """A range of nodes whose edges are many is typed and written a piece of
     EDGE_PIECE edges at a time (a node of a million elements in several),
     each node's extra edges (elements, properties V8 adds) after its last
     piece: with pieces of a thousand edges, many nodes cut across two, the
     file is byte for byte the one the ranges whole make. (Both typed
     TYPE_PIECE = 500 edges at a time, which the pieces are multiples of:
-    the edge names come in the same order.)"""
+    the edge names come in the same order. A range holding a WeakMap
+    entry's key-to-value edge, named after the range's others, is not cut.)"""
     import io
-    from support import core_program
+    from support import core_program, make_core
     from v8dbg.heap import snapshot
     from v8dbg.heap.isolates import choose
     version = "24.21.0"
+    core = leak(version) / "core" if fixture == "leak" else make_core(version, fixture) / "core"
     monkeypatch.setattr(snapshot, "TYPE_PIECE", 500)
+    monkeypatch.setattr(snapshot, "CHUNK", 3000)  # (many ranges: some with WeakMap entries)
     made = []
     cut = []
     pieces = snapshot._edge_pieces
 
-    def counted(np, fe, ranges, first_object):
-        got = pieces(np, fe, ranges, first_object)
+    def counted(np, fe, ranges, first_object, whole=None):
+        got = pieces(np, fe, ranges, first_object, whole)
         cut.append(len(got) - len(ranges))
         return got
 
     monkeypatch.setattr(snapshot, "_edge_pieces", counted)
     for piece in (1 << 18, 1000):
         monkeypatch.setattr(snapshot, "EDGE_PIECE", piece)
-        prog, _backend = core_program(leak(version) / "core", version)
+        prog, _backend = core_program(core, version)
         out = io.BytesIO()
         snapshot.write(prog, choose(prog, None, None).heap, out)
         made.append(out.getvalue())
     assert cut[0] == 0 and cut[1] >= 20, cut
     assert made[0] == made[1]
+    if fixture != "leak":
+        assert b"part of key" in made[0]
 
 
 def test_sizes_a_piece_at_a_time_are_the_sizes():

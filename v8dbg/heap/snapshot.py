@@ -629,14 +629,19 @@ def _node_ranges(np, fe, first: int, last: int) -> list[tuple[int, int]]:
 EDGE_PIECE = 1 << 18
 
 
-def _edge_pieces(np, fe, ranges, first_object: int) -> list[tuple[int, int, int, int]]:
+def _edge_pieces(np, fe, ranges, first_object: int, whole=None) -> list[tuple[int, int, int, int]]:
     """(first node, end node, first edge, end edge) of each piece of the
     ranges' edges that the writer types and writes at once: a range whole,
-    or one of more than EDGE_PIECE edges in pieces of that many."""
+    or one of more than EDGE_PIECE edges in pieces of that many. A range
+    holding one of the edges `whole` (sorted positions: the ephemerons'
+    key-to-value edges, whose names are added after the range's others) is
+    not cut."""
     out = []
     for a, b in ranges:
         lo, hi = int(fe[a]), int(fe[b])
-        if hi - lo <= EDGE_PIECE or a < first_object:
+        if hi - lo <= EDGE_PIECE or a < first_object or (
+                whole is not None and len(whole)
+                and int(np.searchsorted(whole, hi)) > int(np.searchsorted(whole, lo))):
             out.append((a, b, lo, hi))
             continue
         out.extend((a, b, x, min(x + EDGE_PIECE, hi)) for x in range(lo, hi, EDGE_PIECE))
@@ -931,7 +936,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     counts = mapped.file_array(np, g.nodes, np.int32, spill_dir)
     counts[0] = np.count_nonzero(xe.src == 0)
     extra_chunks = _Spilled(spill_dir)
-    pieces = _edge_pieces(np, fe, _node_ranges(np, fe, 1, g.nodes), g.first_object)
+    pieces = _edge_pieces(np, fe, _node_ranges(np, fe, 1, g.nodes), g.first_object, eph.pos)
     for a, b, lo, hi in pieces:
         # A node's extra edges go with the piece its own edges end in.
         xa, xb = (int(x) for x in np.searchsorted(xe.src, [a, b]))

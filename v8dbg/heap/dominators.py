@@ -492,10 +492,12 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     # (cycles of garbage), each node on its own under the root.
     level = np.full(n, -1, np.int32)
     order = _levels(np, sfirst, dst, n, [root], level, 0)
-    # (A piece of edges at a time: bincount makes a 64-bit copy of its input.)
+    # (A piece of edges at a time: bincount makes a 64-bit copy of its input;
+    # pieces as long as the nodes at least, each making an array as long.)
     indeg = np.zeros(n, np.int32)
-    for a in range(0, len(dst), PIECE_EDGES):
-        indeg += np.bincount(dst[a:a + PIECE_EDGES], minlength=n).astype(np.int32)
+    step = max(PIECE_EDGES, n)
+    for a in range(0, len(dst), step):
+        indeg += np.bincount(dst[a:a + step], minlength=n).astype(np.int32)
     free_pages()  # (the levels' and the counts' temporaries)
     hung = np.zeros(0, np.int64)
     if len(order) < n:

@@ -42,18 +42,21 @@ def _own_resident() -> int:
         return 0
 
 
-def free_pages(arrays: bool = True) -> None:
+def free_pages(arrays: bool = True, caches: bool = True) -> None:
     """Return the allocator's free pages to the system (glibc only), and the
     pages of the files mapped (the binary's: elf.release_pages; the graph's
     arrays: mapped.drop_all, unless `arrays` is false: a pass that reads
     them throughout), after emptying the target's page caches (their
     pages, scattered through the allocator's heap, would keep it from
-    giving back the free ones around them)."""
+    giving back the free ones around them; unless `caches` is false: within
+    a phase, whose decoders read the same pages again, each a debugger's
+    round trip in gdb or lldb)."""
     global _trim
     elf.release_pages()
     if arrays:
         mapped.drop_all()
-    backend.clear_caches()
+    if caches:
+        backend.clear_caches()
     if _trim is None:
         _trim = False
         try:
@@ -71,8 +74,8 @@ def free_pages(arrays: bool = True) -> None:
 
 
 def free_pages_if_grown(margin: int = 32 << 20, arrays: bool = True) -> None:
-    """free_pages() when this process's own resident memory has grown by more
-    than `margin` since the last: a phase that makes and drops arrays of
+    """free_pages() (the page caches kept) when this process's own resident
+    memory has grown by more than `margin` since the last: a phase that makes and drops arrays of
     varying sizes a piece at a time touches more and more of the allocator's
     free pages (held, never returned, in the CLI), and its resident size
     would grow to the allocator's high-water mark however little it holds
@@ -82,6 +85,6 @@ def free_pages_if_grown(margin: int = 32 << 20, arrays: bool = True) -> None:
     global _at_trim
     now = _own_resident()
     if now and now - _at_trim > margin:
-        free_pages(arrays)
+        free_pages(arrays, caches=False)
     elif now and now < _at_trim:
         _at_trim = now  # (shrunk since: growth counts from here)

@@ -75,11 +75,11 @@ def free_pages(arrays: bool = True, caches: bool = True) -> None:
 
 def free_pages_if_grown(margin: int = 32 << 20, arrays: bool = True) -> None:
     """free_pages() (the page caches kept) when this process's own resident
-    memory has grown by more than `margin` since the last: a phase that makes and drops arrays of
-    varying sizes a piece at a time touches more and more of the allocator's
-    free pages (held, never returned, in the CLI), and its resident size
-    would grow to the allocator's high-water mark however little it holds
-    at once."""
+    memory has grown by more than `margin` since the last: a phase that
+    makes and drops arrays of varying sizes a piece at a time touches more
+    and more of the allocator's free pages (held, never returned, in the
+    CLI), and its resident size would grow to the allocator's high-water
+    mark however little it holds at once."""
     if _trim is False:
         return
     global _at_trim

@@ -1256,3 +1256,25 @@ def test_sizes_a_piece_at_a_time_are_the_sizes():
                           for a in range(0, g.nodes, 7001)])
     assert got.tolist() == whole.tolist()
     assert len(lazy.ext_nodes) and (whole[g.in_read_only()] == 0).all() and g.in_read_only().any()
+
+
+def test_contexts_cut_by_pieces_keep_their_names(monkeypatch):
+    """A Context whose edges a piece of typing cuts (TYPE_PIECE, EDGE_PIECE:
+    a module's context of a hundred variables across two) names its
+    variables by its ScopeInfo all the same: with pieces of 997 edges, many
+    contexts cut, every `context` edge of the whole file is there, by name."""
+    import io
+    from support import core_program
+    from v8dbg.heap import snapshot
+    from v8dbg.heap.isolates import choose
+    version = "24.21.0"
+    got = []
+    for piece in (1 << 18, 997):
+        monkeypatch.setattr(snapshot, "TYPE_PIECE", piece)
+        monkeypatch.setattr(snapshot, "EDGE_PIECE", piece)
+        prog, _backend = core_program(leak(version) / "core", version)
+        out = _TMP / f"cut-{piece}.heapsnapshot"
+        with open(out, "wb") as f:
+            snapshot.write(prog, choose(prog, None, None).heap, f)
+        got.append(_edge_names(heapsnapshot.read(out), "context"))
+    assert got[0] == got[1] and sum(got[0].values()) > 1000

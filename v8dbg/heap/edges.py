@@ -769,6 +769,13 @@ def _context_names(prog: Program, g: gmod.Graph, src, lo: int, off, gtype, cand,
     first = np.flatnonzero(off[sel] == slot0)
     si_of = dict(zip(src[sel[first]].tolist(),
                      g.node_addr[g.edge_to[sel[first] + lo].astype(np.int64)].tolist()))
+    # A context whose edges the piece cut: its ScopeInfo slot is in the
+    # piece before, looked up in the graph.
+    for c in set(ctx.tolist()).union(src[ext].tolist()) - si_of.keys():
+        a, b = int(g.first_edge[c]), int(g.first_edge[c + 1])
+        hit = np.flatnonzero((g.edge_name[a:b] == slot0) & (g.edge_type[a:b] != gmod.E_WEAK))
+        if len(hit):
+            si_of[c] = int(g.node_addr[int(g.edge_to[a + int(hit[0])])])
     # Its extension (a `with` object, a sloppy eval's variables ...), where
     # its ScopeInfo gives it that slot (Context::has_extension).
     for e, c in zip(ext.tolist(), src[ext].tolist()):

@@ -145,13 +145,21 @@ class Graph:
     def edges(self) -> int:
         return len(self.edge_to)
 
-    def in_read_only(self) -> Any:
-        """Bool per node: an object of the read-only space."""
+    def read_only_nodes(self) -> list[tuple[int, int]]:
+        """The nodes of the read-only space's objects, as ranges a .. b-1 (a
+        page's each): ascending node indices follow addresses."""
         np = numpy()
-        out = np.zeros(self.nodes, dtype=bool)
+        out = []
         for p in self.read_only:
             a, b = np.searchsorted(self.node_addr, [np.uint64(p.start), np.uint64(p.end)])
-            out[max(int(a), self.first_object):int(b)] = True
+            out.append((max(int(a), self.first_object), int(b)))
+        return out
+
+    def in_read_only(self) -> Any:
+        """Bool per node: an object of the read-only space."""
+        out = numpy().zeros(self.nodes, dtype=bool)
+        for a, b in self.read_only_nodes():
+            out[a:b] = True
         return out
 
     def index(self, addr: int) -> int | None:

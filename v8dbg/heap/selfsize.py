@@ -63,8 +63,7 @@ class SizesOf:
 
     def __init__(self, np, g: gmod.Graph, extras: list[tuple[int, int]]) -> None:
         self.np, self.g = np, g
-        self.read_only = [tuple(int(x) for x in np.searchsorted(
-            g.node_addr, [np.uint64(p.start), np.uint64(p.end)])) for p in g.read_only]
+        self.read_only = g.read_only_nodes()
         self.ext_nodes = np.array([i for i, _ in extras], dtype=np.int64)
         self.ext_bytes = np.array([n for _, n in extras], dtype=np.uint64)
 
@@ -73,7 +72,7 @@ class SizesOf:
         i = np.asarray(nodes, dtype=np.int64)
         out = g.node_size[i].astype(np.uint64)
         for a, b in self.read_only:
-            out[(i >= max(a, g.first_object)) & (i < b)] = 0
+            out[(i >= a) & (i < b)] = 0
         if len(self.ext_nodes):
             j = np.minimum(np.searchsorted(self.ext_nodes, i), len(self.ext_nodes) - 1)
             hit = self.ext_nodes[j] == i

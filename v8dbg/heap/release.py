@@ -73,13 +73,16 @@ def free_pages(arrays: bool = True, caches: bool = True) -> None:
         _at_trim = _own_resident()
 
 
-def free_pages_if_grown(margin: int = 32 << 20, arrays: bool = True) -> None:
+def free_pages_if_grown(margin: int = 64 << 20, arrays: bool = True) -> None:
     """free_pages() (the page caches kept) when this process's own resident
     memory has grown by more than `margin` since the last: a phase that
     makes and drops arrays of varying sizes a piece at a time touches more
     and more of the allocator's free pages (held, never returned, in the
     CLI), and its resident size would grow to the allocator's high-water
-    mark however little it holds at once."""
+    mark however little it holds at once. (Each trim's pages are faulted
+    in again by the next pieces: at 32 MB a heap snapshot of 2 million
+    nodes trimmed twelve times within its phases and took 70,000 more
+    page faults, 0.12 s of CPU, than at 64 MB, for 4 MB less at its peak.)"""
     if _trim is False:
         return
     global _at_trim

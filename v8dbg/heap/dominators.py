@@ -595,6 +595,7 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
         dom[pn] = pres
         dom[rn] = rres
     del moved, ua, ub, pinv, meets
+    free_pages()  # (the passes' temporaries and the meets: not kept for the sums)
 
     # Children of each node, by number: kids[kfirst[v]:kfirst[v+1]].
     kids = (_sort_small(np, dom[1:], n) + 1).astype(np.int32)

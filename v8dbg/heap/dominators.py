@@ -337,49 +337,18 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     """Immediate dominators and retained sizes over the essential edges: in NumPy
     passes (`_wide_tree`), or for a graph of more than MAX_LEVELS breadth-first
     levels, by `_deep_tree`. `from_root` are nodes given one more edge, from
-    the root (the global objects of a graph whose root has no shortcuts)."""
-    try:
-        return _wide_tree(first_edge, edge_to, essential, sizes, root, from_root)
-    except _TooDeep:
-        return _deep_tree(first_edge, edge_to, essential, sizes, root, from_root)
-
-
-def _pairs(np, first_edge, edge_to, essential, root: int, from_root, dtype):
-    """(source, target) of each essential edge, grouped by source, with the
-    root's edges to `from_root` among the root's. Written a piece of nodes
-    at a time into arrays as long as the essential edges (no array as long
-    as all edges)."""
-    keep = np.asarray(essential, bool)
-    more = np.asarray(from_root if from_root is not None else [], np.int64).astype(dtype)
-    m = int(np.count_nonzero(keep)) + len(more)
-    src = np.empty(m, dtype)
-    dst = np.empty(m, dtype)
-    at = 0
-    for a, b in node_pieces(first_edge):
-        e0, e1 = int(first_edge[a]), int(first_edge[b])
-        if a <= root < b and len(more):
-            # The root's edges to `from_root` come first of its own.
-            at = _put(np, src, dst, at, a, root, first_edge, edge_to, keep, dtype)
-            src[at:at + len(more)] = root
-            dst[at:at + len(more)] = more
-            at += len(more)
-            at = _put(np, src, dst, at, root, b, first_edge, edge_to, keep, dtype)
-            continue
-        if e0 == e1:
-            continue
-        at = _put(np, src, dst, at, a, b, first_edge, edge_to, keep, dtype)
-    return src, dst
-
-
-def _put(np, src, dst, at: int, a: int, b: int, first_edge, edge_to, keep, dtype) -> int:
-    """The essential edges of nodes a .. b-1 into src, dst from `at`; where they end."""
-    e0, e1 = int(first_edge[a]), int(first_edge[b])
-    k = keep[e0:e1]
-    s = np.repeat(np.arange(a, b, dtype=dtype),
-                  np.diff(first_edge[a:b + 1]).astype(np.int64, copy=False))[k]
-    src[at:at + len(s)] = s
-    dst[at:at + len(s)] = edge_to[e0:e1][k]
-    return at + len(s)
+    the root (the global objects of a graph whose root has no shortcuts).
+    Both work on the essential edges' targets made here, `essential` not
+    needed past that (a caller that holds no other reference to it has it
+    freed before the passes)."""
+    np = _np()
+    sfirst, dst = _targets(np, first_edge, edge_to, essential, root, from_root, np.int32)
+    del essential
+    mapped.drop(first_edge, edge_to)  # (a file's pages, where they are: read through)
+    free_pages()  # (and the other graph arrays' pages, what the essential edges left)
+    edges = [sfirst, dst]
+    del sfirst, dst  # (the passes let them go when done with them)
+    return _wide_tree(np, edges, sizes, root)
 
 
 def _targets(np, first_edge, edge_to, essential, root: int, from_root, dtype):
@@ -463,8 +432,7 @@ def _by_set(np, sfirst, dst, in_set, num, targets, counts):
     return out
 
 
-def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
-               from_root=None) -> DominatorTree:
+def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     """Immediate dominators and retained sizes over the essential edges.
 
     The iterative algorithm of Cooper, Harvey and Kennedy, each pass over all
@@ -479,19 +447,23 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     predecessors of a node with more (a map's, a prototype's: millions in
     all) are kept in a tree of pairwise meets (`_SetMeets`), where a pass
     makes again only the meets above predecessors that moved. Arrays are
-    int32 where a node number or a count fits, and freed when done with.
+    int32 where a node number or a count fits, and freed when done with:
+    `edges` (the essential edges' CSR offsets and targets, `_targets`) is
+    emptied, so that they go once the sets are made.
     """
-    np = _np()
-    n = len(first_edge) - 1
-    sfirst, dst = _targets(np, first_edge, edge_to, essential, root, from_root, np.int32)
-    mapped.drop(first_edge, edge_to)  # (a file's pages, where they are: read through)
-    free_pages()  # (and the other graph arrays' pages, what the essential edges left)
+    sfirst, dst = edges
+    edges.clear()
+    n = len(sfirst) - 1
 
     # Levels: breadth first from the root; then what only weak edges hold (no
     # predecessor at all), each such node hung from the root; then what is left
     # (cycles of garbage), each node on its own under the root.
     level = np.full(n, -1, np.int32)
-    order = _levels(np, sfirst, dst, n, [root], level, 0)
+    try:
+        order = _levels(np, sfirst, dst, n, [root], level, 0)
+    except _TooDeep:
+        del level
+        return _deep_tree(np, sfirst, dst, sizes, root)
     # (A piece of edges at a time: bincount makes a 64-bit copy of its input;
     # pieces as long as the nodes at least, each making an array as long.)
     indeg = np.zeros(n, np.int32)
@@ -644,19 +616,14 @@ def _wide_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     return DominatorTree(idom, retained, order.astype(np.uint32), hung_count, tin_a, sub_a)
 
 
-def _deep_tree(first_edge, edge_to, essential, sizes, root: int = 0,
-               from_root=None) -> DominatorTree:
+def _deep_tree(np, sfirst, dst, sizes, root: int = 0) -> DominatorTree:
     """Immediate dominators (semi-NCA Lengauer-Tarjan, its loops over typed arrays)
     and retained sizes, for a graph too deep for the passes in NumPy: each
     breadth-first level costs those some tens of microseconds, this about a
-    microsecond per edge, however deep."""
-    np = _np()
-    n = len(first_edge) - 1
-    src, dst = _pairs(np, first_edge, edge_to, essential, root, from_root, np.int64)
-    mapped.drop(first_edge, edge_to)
-    # Successors over essential edges only, as Python lists for the DFS.
-    sfirst = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=sfirst[1:])
+    microsecond per edge, however deep. (sfirst, dst): the essential edges'
+    CSR offsets and targets (`_targets`)."""
+    n = len(sfirst) - 1
+    # Successors over essential edges only, as typed arrays for the DFS.
     succ = array('q', dst.astype(np.int64).tobytes())
     sfirst_l = array('q', sfirst.astype(np.int64).tobytes())
 
@@ -711,9 +678,9 @@ def _deep_tree(first_edge, edge_to, essential, sizes, root: int = 0,
 
     # Predecessors by DFS number, with the root added for the nodes hung from it.
     numa = np.frombuffer(num, np.int64)
-    psrc = numa[src]
+    psrc = numa[_sources(np, sfirst, 0, len(dst), np.int64)]
     pdst = numa[dst]
-    del src, dst
+    del sfirst, dst
     if hung:
         psrc = np.concatenate([psrc, np.ones(len(hung), np.int64)])
         pdst = np.concatenate([pdst, numa[np.asarray(hung, np.int64)]])
@@ -860,5 +827,6 @@ def _set_retained(np, tree: DominatorTree, members, group, k: int) -> Any:
 def retained_sizes(first_edge, edge_to, edge_type, sizes, root: int = 0,
                    not_retaining=None) -> DominatorTree:
     """The dominator tree and retained sizes of a heap graph, by DevTools' rules."""
-    ess = essential_edges(first_edge, edge_to, edge_type, root, not_retaining)
-    return dominator_tree(first_edge, edge_to, ess, sizes, root)
+    return dominator_tree(first_edge, edge_to,
+                          essential_edges(first_edge, edge_to, edge_type, root, not_retaining),
+                          sizes, root)

@@ -40,11 +40,13 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
     if t is None:
         seen = graphmod.reached(g)
         globals_ = graphmod.global_objects(prog, g)
+        sizes = snapshot_sizes(prog, g)
         # No edge from garbage retains, nor one into it (a live key's edge to
-        # the value of a dead WeakMap's entry).
-        ess = essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, None, globals_, seen)
-        g.drop_pages()
-        t = dominator_tree(g.first_edge, g.edge_to, ess, snapshot_sizes(prog, g), 0, globals_)
+        # the value of a dead WeakMap's entry). (Handed on, not kept here:
+        # freed once the tree's own arrays of them are made.)
+        ess = [essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, None, globals_, seen)]
+        g.drop_pages()  # (the graph's arrays, read through)
+        t = dominator_tree(g.first_edge, g.edge_to, ess.pop(), sizes, 0, globals_)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t
 

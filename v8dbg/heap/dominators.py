@@ -156,6 +156,9 @@ def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining
     page = reach(np, first_edge, edge_to, globals_, usable) if len(globals_) else None
     ok = usable
     del usable
+    # (Where the graph's arrays are a file's pages: those read let go, after
+    # the search and then each piece.)
+    mapped.drop(first_edge, edge_to, edge_type)
     for a, b in node_pieces(first_edge):
         e0, e1 = int(first_edge[a]), int(first_edge[b])
         if e0 == e1:
@@ -173,6 +176,7 @@ def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining
         o &= (edge_type[e0:e1] != EDGE_SHORTCUT) | from_root
         if page is not None:
             o &= ~(page[to] & ~page[src]) | from_root
+        mapped.drop(first_edge, edge_to, edge_type)
     return ok
 
 
@@ -355,12 +359,14 @@ def _targets(np, first_edge, edge_to, essential, root: int, from_root, dtype):
     """(CSR offsets, targets) of the essential edges but those from a node to
     itself, with the root's edges to `from_root` first among the root's; made
     a piece of nodes at a time, with no array of their sources (`_sources`
-    makes a piece of them again where needed)."""
+    makes a piece of them again where needed). The targets are in a
+    temporary file's pages (mapped.py), as the graph's edges: the passes
+    read them a piece at a time and let the pieces' pages go."""
     n = len(first_edge) - 1
     keep = np.asarray(essential, bool)
     more = np.asarray(from_root if from_root is not None else [], np.int64)
     more = more[more != root].astype(dtype)
-    dst = np.empty(int(np.count_nonzero(keep)) + len(more), dtype)
+    dst = mapped.file_array(np, int(np.count_nonzero(keep)) + len(more), dtype)
     deg = np.zeros(n, np.int64)
     at = 0
     # (A piece that holds the root split there: its edges to `from_root` go
@@ -383,10 +389,10 @@ def _targets(np, first_edge, edge_to, essential, root: int, from_root, dtype):
         dst[at:at + len(src)] = to[k]
         at += len(src)
         deg[a:b] += np.bincount(src - a, minlength=b - a)
+        mapped.drop(dst)  # (written: in the file's pages)
     sfirst = np.zeros(n + 1, np.int32 if at < 1 << 31 else np.int64)
     np.cumsum(deg, out=sfirst[1:], dtype=sfirst.dtype)
-    dst.resize(at, refcheck=False)
-    return sfirst, dst
+    return sfirst, dst[:at]
 
 
 def _sources(np, sfirst, e0: int, e1: int, dtype):
@@ -413,6 +419,7 @@ def _by_set(np, sfirst, dst, in_set, num, targets, counts):
         sel = in_set[d]
         k = rid[d[sel]]
         del d
+        mapped.drop(dst)  # (the piece read: its pages let go, where a file's)
         if not len(k):
             continue
         v = num[_sources(np, sfirst, a, a + len(sel), np.int32)[sel]]
@@ -502,6 +509,7 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     m = len(dst)
     for a in range(0, m, PIECE_EDGES):  # by node: its last predecessor, the one where it has one
         last[dst[a:a + PIECE_EDGES]] = _sources(np, sfirst, a, min(a + PIECE_EDGES, m), np.int32)
+        mapped.drop(dst)  # (the piece read: its pages let go)
     dom[num] = num[last]
     dom[indeg[order] == 0] = 0
 
@@ -512,6 +520,7 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     for a in reversed(range(0, m, PIECE_EDGES)):
         first[dst[a:a + PIECE_EDGES][::-1]] = \
             _sources(np, sfirst, a, min(a + PIECE_EDGES, m), np.int32)[::-1]
+        mapped.drop(dst)
     pa, pb = num[first[order[pn]]], num[last[order[pn]]]
     del first, last
     dom[pn] = np.minimum(pa, pb)

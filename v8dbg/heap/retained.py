@@ -41,6 +41,7 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
         seen = graphmod.reached(g)
         globals_ = graphmod.global_objects(prog, g)
         sizes = snapshot_sizes(prog, g)
+        g.drop_pages()  # (read by the search and the sizes)
         # No edge from garbage retains, nor one into it (a live key's edge to
         # the value of a dead WeakMap's entry). (Handed on, not kept here:
         # freed once the tree's own arrays of them are made.)

@@ -121,7 +121,7 @@ def test_steps_in_bounded_pieces(monkeypatch):
 
 @pytest.mark.parametrize("deep", [False, True], ids=["numpy", "deep"])
 def test_pieces_of_nodes_give_the_same_tree(deep, monkeypatch):
-    """The essential edges, the tree's edge pairs, the sets' members and their
+    """The essential edges, the tree's edges' targets, the sets' members and their
     meets are made a piece of nodes or edges at a time: pieces of a hundred
     edges (a node's edges split between two, the root's edges to the globals
     among its own) give what one piece gives, with globals, a mask of live
@@ -175,6 +175,27 @@ def test_a_long_chain_either_way(monkeypatch):
         assert t.retained[2] == n - 2 and t.retained[0] == n
         trees.append(t)
     assert (trees[0].subtree == trees[1].subtree).all()
+
+
+def test_a_weakly_held_chain_either_way(monkeypatch):
+    """A chain only a weak edge holds (root -> 1, 1 -weak-> 2 -> 3 -> ...):
+    its head is hung from the root, and the breadth-first search from it,
+    not the root's, passes MAX_LEVELS: the tree is made the other way, the
+    same (each link dominated by the one before, the head by the root)."""
+    P, W = D.EDGE_PROPERTY, D.EDGE_WEAK
+    n = 3000
+    edges = [(0, 1, P), (1, 2, W)] + [(k, k + 1, P) for k in range(2, n - 1)]
+    first, to, typ = _graph(n, edges)
+    sizes = np.ones(n, np.uint64)
+    trees = []
+    for bound in (10 ** 9, 100):
+        monkeypatch.setattr(D, "MAX_LEVELS", bound)
+        t = D.retained_sizes(first, to, typ, sizes)
+        assert t.idom[:3].tolist() == [0, 0, 0] and t.idom[3:].tolist() == list(range(2, n - 1))
+        assert t.hung_from_root == 1 and t.retained[2] == n - 2 and t.retained[0] == n
+        trees.append(t)
+    assert (trees[0].subtree == trees[1].subtree).all()
+    assert (trees[0].tin == trees[1].tin).all()
 
 
 def _brute_idom(n: int, edges: list[tuple[int, int]]) -> list[int]:

@@ -184,8 +184,9 @@ class _TooDeep(Exception):
     """More breadth-first levels than the passes in NumPy do well."""
 
 
-# Past this many breadth-first levels (a linked list of thousands of objects),
-# the dominator tree is the one of `_deep_tree`.
+# Past this many breadth-first levels (a linked list of thousands of objects,
+# from the root or from what only weak edges hold), the dominator tree is the
+# one of `_deep_tree`.
 MAX_LEVELS = 4096
 
 
@@ -346,13 +347,21 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     needed past that (a caller that holds no other reference to it has it
     freed before the passes)."""
     np = _np()
-    sfirst, dst = _targets(np, first_edge, edge_to, essential, root, from_root, np.int32)
+    n = len(first_edge) - 1
+    sfirst, dst = _targets(np, first_edge, edge_to, essential, root, from_root,
+                           np.int32 if n < 1 << 31 else np.int64)
     del essential
     mapped.drop(first_edge, edge_to)  # (a file's pages, where they are: read through)
     free_pages()  # (and the other graph arrays' pages, what the essential edges left)
+    # Handed over in a list, which the one that makes the tree empties: it
+    # lets them go when done with them.
     edges = [sfirst, dst]
-    del sfirst, dst  # (the passes let them go when done with them)
-    return _wide_tree(np, edges, sizes, root)
+    del sfirst, dst
+    try:
+        return _wide_tree(np, edges, sizes, root)
+    except _TooDeep:
+        pass  # (out of the handler: its traceback would hold the passes' arrays)
+    return _deep_tree(np, edges, sizes, root)
 
 
 def _targets(np, first_edge, edge_to, essential, root: int, from_root, dtype):
@@ -361,7 +370,7 @@ def _targets(np, first_edge, edge_to, essential, root: int, from_root, dtype):
     a piece of nodes at a time, with no array of their sources (`_sources`
     makes a piece of them again where needed). The targets are in a
     temporary file's pages (mapped.py), as the graph's edges: the passes
-    read them a piece at a time and let the pieces' pages go."""
+    read them a piece at a time, the pages read let go after each."""
     n = len(first_edge) - 1
     keep = np.asarray(essential, bool)
     more = np.asarray(from_root if from_root is not None else [], np.int64)
@@ -456,21 +465,18 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     makes again only the meets above predecessors that moved. Arrays are
     int32 where a node number or a count fits, and freed when done with:
     `edges` (the essential edges' CSR offsets and targets, `_targets`) is
-    emptied, so that they go once the sets are made.
+    emptied once the levels are made, so that they go once the sets are.
+    More levels than MAX_LEVELS raise _TooDeep before that, `edges` left
+    whole for `_deep_tree`.
     """
     sfirst, dst = edges
-    edges.clear()
     n = len(sfirst) - 1
 
     # Levels: breadth first from the root; then what only weak edges hold (no
     # predecessor at all), each such node hung from the root; then what is left
     # (cycles of garbage), each node on its own under the root.
     level = np.full(n, -1, np.int32)
-    try:
-        order = _levels(np, sfirst, dst, n, [root], level, 0)
-    except _TooDeep:
-        del level
-        return _deep_tree(np, sfirst, dst, sizes, root)
+    order = _levels(np, sfirst, dst, n, [root], level, 0)
     # (A piece of edges at a time: bincount makes a 64-bit copy of its input;
     # pieces as long as the nodes at least, each making an array as long.)
     indeg = np.zeros(n, np.int32)
@@ -490,6 +496,7 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
         lv = level[order]
         order = order[_sort_small(np, lv, int(lv.max()))]
         del lv
+    edges.clear()  # (the levels made: no _deep_tree now)
     hung_count = len(hung)
     num = np.empty(n, np.int32)  # node -> number (order: number -> node)
     num[order] = np.arange(n, dtype=np.int32)
@@ -625,16 +632,19 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     return DominatorTree(idom, retained, order.astype(np.uint32), hung_count, tin_a, sub_a)
 
 
-def _deep_tree(np, sfirst, dst, sizes, root: int = 0) -> DominatorTree:
+def _deep_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     """Immediate dominators (semi-NCA Lengauer-Tarjan, its loops over typed arrays)
     and retained sizes, for a graph too deep for the passes in NumPy: each
     breadth-first level costs those some tens of microseconds, this about a
-    microsecond per edge, however deep. (sfirst, dst): the essential edges'
-    CSR offsets and targets (`_targets`)."""
+    microsecond per edge, however deep. `edges`: the essential edges' CSR
+    offsets and targets (`_targets`), in a list this empties."""
+    sfirst, dst = edges
+    edges.clear()
     n = len(sfirst) - 1
     # Successors over essential edges only, as typed arrays for the DFS.
     succ = array('q', dst.astype(np.int64).tobytes())
     sfirst_l = array('q', sfirst.astype(np.int64).tobytes())
+    mapped.drop(dst)  # (where a file's: read through)
 
     # DFS preorder numbers from 1 (0: not reached), parent as numbers.
     num = array('q', bytes(8 * n))
@@ -689,6 +699,7 @@ def _deep_tree(np, sfirst, dst, sizes, root: int = 0) -> DominatorTree:
     numa = np.frombuffer(num, np.int64)
     psrc = numa[_sources(np, sfirst, 0, len(dst), np.int64)]
     pdst = numa[dst]
+    mapped.drop(dst)
     del sfirst, dst
     if hung:
         psrc = np.concatenate([psrc, np.ones(len(hung), np.int64)])

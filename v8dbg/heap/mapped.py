@@ -53,11 +53,12 @@ def _mapping(a: Any) -> mmap.mmap | None:
 
 def drop(*arrays: Any) -> None:
     """Unmap from this process the pages of these file arrays (kept in the
-    file); arrays in memory are left as they are."""
+    file); arrays in memory are left as they are, and so is any mapping
+    file_array did not make (an anonymous one would lose its data)."""
     seen: set[int] = set()
     for a in arrays:
         m = _mapping(a)
-        if m is None or id(m) in seen:
+        if m is None or id(m) in seen or m not in _MAPS:
             continue
         seen.add(id(m))
         try:

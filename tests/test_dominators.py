@@ -165,16 +165,24 @@ def test_a_long_chain_either_way(monkeypatch):
     for k in range(2, n - 1):
         edges += [(k, k + 1, P), (k, 1, P), (k, k - 1 if k > 2 else 1, P)]
     edges.append((n - 1, 1, P))
+    for t in _either_way(monkeypatch, n, edges, 4096):
+        assert t.idom[3:].tolist() == list(range(2, n - 1)) and t.idom[1] == 0
+        assert t.retained[2] == n - 2 and t.retained[0] == n
+
+
+def _either_way(monkeypatch, n: int, edges, bound: int):
+    """The trees of a graph of n nodes (edges: (from, to, type)), one of the
+    NumPy passes, one made by `_deep_tree` past `bound` levels; their
+    preorder places and subtrees the same."""
     first, to, typ = _graph(n, edges)
     sizes = np.ones(n, np.uint64)
     trees = []
-    for bound in (10 ** 9, 4096):
-        monkeypatch.setattr(D, "MAX_LEVELS", bound)
-        t = D.retained_sizes(first, to, typ, sizes)
-        assert t.idom[3:].tolist() == list(range(2, n - 1)) and t.idom[1] == 0
-        assert t.retained[2] == n - 2 and t.retained[0] == n
-        trees.append(t)
+    for levels in (10 ** 9, bound):
+        monkeypatch.setattr(D, "MAX_LEVELS", levels)
+        trees.append(D.retained_sizes(first, to, typ, sizes))
     assert (trees[0].subtree == trees[1].subtree).all()
+    assert (trees[0].tin == trees[1].tin).all()
+    return trees
 
 
 def test_a_weakly_held_chain_either_way(monkeypatch):
@@ -185,17 +193,9 @@ def test_a_weakly_held_chain_either_way(monkeypatch):
     P, W = D.EDGE_PROPERTY, D.EDGE_WEAK
     n = 3000
     edges = [(0, 1, P), (1, 2, W)] + [(k, k + 1, P) for k in range(2, n - 1)]
-    first, to, typ = _graph(n, edges)
-    sizes = np.ones(n, np.uint64)
-    trees = []
-    for bound in (10 ** 9, 100):
-        monkeypatch.setattr(D, "MAX_LEVELS", bound)
-        t = D.retained_sizes(first, to, typ, sizes)
+    for t in _either_way(monkeypatch, n, edges, 100):
         assert t.idom[:3].tolist() == [0, 0, 0] and t.idom[3:].tolist() == list(range(2, n - 1))
         assert t.hung_from_root == 1 and t.retained[2] == n - 2 and t.retained[0] == n
-        trees.append(t)
-    assert (trees[0].subtree == trees[1].subtree).all()
-    assert (trees[0].tin == trees[1].tin).all()
 
 
 def _brute_idom(n: int, edges: list[tuple[int, int]]) -> list[int]:

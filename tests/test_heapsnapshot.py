@@ -1241,8 +1241,9 @@ def test_nodes_edges_in_pieces_write_the_same_bytes(fixture, monkeypatch):
 def test_sizes_a_piece_at_a_time_are_the_sizes():
     """The writer asks for its rows' self sizes a piece at a time
     (selfsize.sizes_of: the read-only objects' 0 and the external strings'
-    characters worked out for the nodes asked): the same sizes, node for
-    node, as the array snapshot_sizes makes for the retained sizes."""
+    characters worked out for the nodes asked), snapshot_sizes for all of
+    them (the retained sizes'), in pieces of its own: both give, node for
+    node, V8's rule worked out here on the whole graph at once."""
     from support import core_program
     from v8dbg.heap import graph, selfsize
     from v8dbg.heap.isolates import choose
@@ -1254,8 +1255,13 @@ def test_sizes_a_piece_at_a_time_are_the_sizes():
     assert isinstance(lazy, selfsize.SizesOf)
     got = np.concatenate([lazy[np.arange(a, min(a + 7001, g.nodes))]
                           for a in range(0, g.nodes, 7001)])
-    assert got.tolist() == whole.tolist()
-    assert len(lazy.ext_nodes) and (whole[g.in_read_only()] == 0).all() and g.in_read_only().any()
+    want = g.node_size.astype(np.uint64)
+    want[g.in_read_only()] = 0
+    extras = selfsize._external_payloads(np, prog, g, selfsize.node_maps(g))
+    for i, extra in extras:
+        want[i] += extra
+    assert got.tolist() == whole.tolist() == want.tolist()
+    assert extras and (whole[g.in_read_only()] == 0).all() and g.in_read_only().any()
 
 
 def test_contexts_cut_by_pieces_keep_their_names(monkeypatch):

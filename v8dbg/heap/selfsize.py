@@ -39,20 +39,23 @@ def snapshot_sizes(prog: Program, g: gmod.Graph, maps: Any = None, distinct: Any
         g._snapshot_sizes = g.node_size  # type: ignore[attr-defined]
         return g.node_size
     np = gmod.numpy()
-    if maps is None:
-        maps = node_maps(g)
-    extras = _external_payloads(np, prog, g, maps, distinct)
-    del maps
+    sizes = sizes_of(prog, g, maps, distinct)
     # 32 bits a node, as the graph's sizes, unless a string's characters
-    # outside the heap take one past them.
-    out = g.node_size.copy()
-    if any(int(out[i]) + extra > 0xFFFFFFFF for i, extra in extras):
-        out = out.astype(np.uint64)
-    out[g.in_read_only()] = 0
-    for i, extra in extras:
-        out[i] += extra
+    # outside the heap take one past them. (SizesOf's rule, a piece of
+    # nodes at a time: one rule for the writer's pieces and these.)
+    wide = bool(len(sizes.ext_nodes)) and bool(
+        (g.node_size[sizes.ext_nodes].astype(np.uint64) + sizes.ext_bytes > 0xFFFFFFFF).any())
+    out = np.empty(g.nodes, dtype=np.uint64 if wide else g.node_size.dtype)
+    for a in range(0, g.nodes, SIZES_PIECE):
+        b = min(a + SIZES_PIECE, g.nodes)
+        out[a:b] = sizes[np.arange(a, b)]
     g._snapshot_sizes = out  # type: ignore[attr-defined]
     return out
+
+
+# Nodes whose sizes snapshot_sizes works out at once (its temporaries, some
+# 24 bytes a node, stay a few MB).
+SIZES_PIECE = 1 << 18
 
 
 class SizesOf:

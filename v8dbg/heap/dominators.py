@@ -113,6 +113,7 @@ def reach(np, first_edge, edge_to, starts, usable):
             to = to[stamp[to] == r]
             seen[to] = True
             found.append(to)  # node indices as edges hold them: 32 bits
+            mapped.drop(first_edge, edge_to)  # (the piece's edges read, where a file's)
         front = np.concatenate(found) if found else front[:0]
     return seen
 
@@ -243,13 +244,21 @@ def _meet(np, x, y, dom) -> None:
         k = k[xx != yy]
 
 
+# Members met at once, from the members themselves, into one stored meet of
+# the lowest level of a set's tree of meets: the levels below are not kept.
+BLOCK = 8
+
+
 class _SetMeets:
     """The nearest common ancestor of each of many sets of nodes, as a tree of
-    pairwise meets per set: level 0 the members, each level above the meets
-    of pairs of the one below, the top one meet per set. When members move
-    in the tree, only the meets above them are made again: after the first
-    passes few of a map's million predecessors move, and the rest need no
-    work. Counts and offsets are int32 where they fit."""
+    meets per set: level 0 the members, level 1 the meet of each block of
+    BLOCK members, each level above the meets of pairs of the one below, the
+    top one meet per set. When members move in the tree, only the meets
+    above them are made again: after the first passes few of a map's
+    million predecessors move, and the rest need no work. Only the levels
+    from 1 up are kept (some 4 bytes for every 4 members, beside the
+    members' own 4), level 1 made from the members each time it is. Counts
+    and offsets are int32 where they fit."""
 
     def __init__(self, np, members, counts) -> None:
         self.np = np
@@ -257,84 +266,119 @@ class _SetMeets:
         self.members = members
         counts = np.asarray(counts, idt)
         self.sets = len(counts)
-        # A member numbered above its set's smallest is not the meet (an
-        # ancestor of that smallest, numbered at most it) but under it: its
-        # dominator stands in for it, same meet, and the many predecessors of
-        # a map or a shared prototype mostly become one node, met at once.
-        self.above = members > np.repeat(np.minimum.reduceat(members, np.cumsum(counts) - counts),
-                                         counts) if self.sets else np.zeros(0, bool)
         self.cnt = [counts]
-        while self.sets and int(counts.max()) > 1:
-            counts = (counts + 1) // 2
-            self.cnt.append(counts)
+        if self.sets:
+            c = (counts + (BLOCK - 1)) // BLOCK
+            self.cnt.append(c)
+            while int(c.max()) > 1:
+                c = (c + 1) // 2
+                self.cnt.append(c)
         self.off = []
         for c in self.cnt:
             o = np.zeros(len(c) + 1, idt)
             np.cumsum(c, out=o[1:])
             self.off.append(o)
-        self.val = [np.zeros(0, np.int32)] + [np.zeros(int(o[-1]), np.int32) for o in self.off[1:]]
+        # Each set's smallest member, its meet's first candidate. A member
+        # numbered above it is not the meet (an ancestor of that smallest,
+        # numbered at most it) but under it: its dominator stands in for it,
+        # same meet, and the many predecessors of a map or a shared prototype
+        # mostly become one node, met at once.
+        self.low = np.minimum.reduceat(members, self.off[0][:-1]) if self.sets \
+            else np.zeros(0, members.dtype)
+        self.val = [np.zeros(0, np.int32)] + [np.zeros(int(o[-1]), np.int32)
+                                              for o in self.off[1:]]
 
-    def _get(self, lv: int, i, dom):
-        """The values at places `i` of level `lv` (level 0 from the tree itself)."""
-        if lv:
-            return self.val[lv][i]
-        m = self.members[i]
-        return self.np.where(self.above[i], dom[m], m)
+    def _blocks(self, s, c, dom):
+        """The meets of blocks `c` of sets `s`, from their members: a row of
+        BLOCK per block (a block's last member repeated past its set's end,
+        which changes no meet), met pairwise across the row."""
+        np = self.np
+        lo = self.off[0][s].astype(np.int64) + c.astype(np.int64) * BLOCK
+        last = self.off[0][s + 1].astype(np.int64) - 1
+        at = lo[:, None] + np.arange(BLOCK, dtype=np.int64)
+        np.minimum(at, last[:, None], out=at)
+        del lo, last
+        v = self.members[at]
+        del at
+        m = dom[v]
+        np.copyto(v, m, where=v > self.low[s][:, None])
+        del m
+        while v.shape[1] > 1:
+            half = v.shape[1] // 2
+            x = v[:, 0::2].astype(np.int32).reshape(-1)  # (copies, in a row)
+            y = v[:, 1::2].astype(np.int32).reshape(-1)
+            del v
+            _meet(np, x, y, dom)
+            del y
+            v = x.reshape(-1, half)
+        return v[:, 0]
+
+    def _level(self, lv: int, s, c, dom):
+        """The meets at places `c` of sets `s` of level `lv` (1 up), from the
+        level below."""
+        if lv == 1:
+            return self._blocks(s, c, dom)
+        cp, op = self.cnt[lv - 1], self.off[lv - 1]
+        below = self.val[lv - 1]
+        ch = c * 2
+        more = ch + 1 < cp[s]
+        ch += op[s]
+        x = below[ch]
+        ch += more
+        del more
+        y = below[ch]
+        del ch
+        _meet(self.np, x, y, dom)
+        return x
 
     def update(self, dom, moved):
         """The sets whose meet in the tree `dom` is made again (all when `moved`
         is None; else those with a member `moved` marks), and those meets."""
         np, idt = self.np, self.idt
+        if not self.sets:
+            return np.zeros(0, idt), np.zeros(0, np.int32)
         idx = s = None
         if moved is not None:
-            mask = moved[self.members]
-            idx = np.flatnonzero(mask).astype(idt)
-            if 2 * len(idx) > len(mask):
+            # The places of the moved members, a piece of members at a time.
+            got = []
+            for a in range(0, len(self.members), PIECE_EDGES):
+                k = np.flatnonzero(moved[self.members[a:a + PIECE_EDGES]])
+                got.append((k + a).astype(idt))
+            idx = np.concatenate(got)
+            del got
+            if 2 * len(idx) > len(self.members):
                 idx = None  # most moved: all made again, at less cost per meet
             else:
-                # The set of each moved member, found once and kept up the levels.
-                per = np.add.reduceat(mask, self.off[0][:-1], dtype=idt) if self.sets else idx[:0]
-                s = np.repeat(np.arange(self.sets, dtype=idt), per)
-            del mask
+                s = (np.searchsorted(self.off[0], idx, side="right") - 1).astype(idt)
+        step = PIECE_EDGES // BLOCK
         for lv in range(1, len(self.cnt)):
             check_interrupted()
-            cp, op, ol = self.cnt[lv - 1], self.off[lv - 1], self.off[lv]
+            ol = self.off[lv]
             if idx is None:
-                s = np.repeat(np.arange(self.sets, dtype=idt), self.cnt[lv])
-                c = np.arange(len(s), dtype=idt)
-                c -= ol[s]
-            else:
-                c = idx - op[s]
-                c //= 2
-                if len(c) > 1:
-                    first = np.ones(len(c), bool)
-                    first[1:] = (s[1:] != s[:-1]) | (c[1:] != c[:-1])
-                    s, c = s[first], c[first]
-                idx = ol[s] + c
-            # c: a place in its set; its children are 2c and 2c+1 (if there is one)
-            # below. Met a piece at a time: the meets' temporaries stay bounded.
-            for p0 in range(0, len(c), PIECE_EDGES):
-                sp = s[p0:p0 + PIECE_EDGES]
-                ch = c[p0:p0 + PIECE_EDGES] * 2
-                more = ch + 1 < cp[sp]
-                ch += op[sp]
-                x = self._get(lv - 1, ch, dom)
-                ch += more
-                del more
-                y = self._get(lv - 1, ch, dom)
-                del ch
-                _meet(np, x, y, dom)
-                del y
-                if idx is None:
-                    self.val[lv][p0:p0 + len(x)] = x
-                else:
-                    self.val[lv][idx[p0:p0 + len(x)]] = x
-                del x
+                # Every place, a piece at a time (with no array as long as the level).
+                for p0 in range(0, int(ol[-1]), step):
+                    p1 = min(p0 + step, int(ol[-1]))
+                    sp = _sources(np, ol, p0, p1, idt)
+                    c = np.arange(p0, p1, dtype=idt)
+                    c -= ol[sp]
+                    self.val[lv][p0:p1] = self._level(lv, sp, c, dom)
+                continue
+            c = idx - self.off[lv - 1][s]
+            c //= BLOCK if lv == 1 else 2
+            if len(c) > 1:
+                first = np.ones(len(c), bool)
+                first[1:] = (s[1:] != s[:-1]) | (c[1:] != c[:-1])
+                s, c = s[first], c[first]
+                del first
+            idx = ol[s] + c
+            for p0 in range(0, len(c), step):
+                sl = slice(p0, p0 + step)
+                self.val[lv][idx[sl]] = self._level(lv, s[sl], c[sl], dom)
             del c
-        top = len(self.cnt) - 1  # one meet per set
+        top = self.val[len(self.cnt) - 1]  # one meet per set
         if idx is None:
-            return np.arange(self.sets), self._get(top, np.arange(self.sets), dom)
-        return idx, self._get(top, idx, dom)
+            return np.arange(self.sets, dtype=idt), top.copy()
+        return idx, top[idx]
 
 
 def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
@@ -398,7 +442,7 @@ def _targets(np, first_edge, edge_to, essential, root: int, from_root, dtype):
         dst[at:at + len(src)] = to[k]
         at += len(src)
         deg[a:b] += np.bincount(src - a, minlength=b - a)
-        mapped.drop(dst)  # (written: in the file's pages)
+        mapped.drop(dst, first_edge, edge_to)  # (written, and read: in the files' pages)
     sfirst = np.zeros(n + 1, np.int32 if at < 1 << 31 else np.int64)
     np.cumsum(deg, out=sfirst[1:], dtype=sfirst.dtype)
     return sfirst, dst[:at]
@@ -477,12 +521,13 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     # (cycles of garbage), each node on its own under the root.
     level = np.full(n, -1, np.int32)
     order = _levels(np, sfirst, dst, n, [root], level, 0)
-    # (A piece of edges at a time: bincount makes a 64-bit copy of its input;
-    # pieces as long as the nodes at least, each making an array as long.)
+    mapped.drop(dst)  # (read throughout by the levels, where a file's)
+    # (A piece of edges at a time: bincount makes a 64-bit copy of its input,
+    # and a 64-bit count per node, each piece.)
     indeg = np.zeros(n, np.int32)
-    step = max(PIECE_EDGES, n)
-    for a in range(0, len(dst), step):
-        indeg += np.bincount(dst[a:a + step], minlength=n).astype(np.int32)
+    for a in range(0, len(dst), PIECE_EDGES):
+        indeg += np.bincount(dst[a:a + PIECE_EDGES], minlength=n).astype(np.int32)
+        mapped.drop(dst)
     free_pages()  # (the levels' and the counts' temporaries)
     hung = np.zeros(0, np.int64)
     if len(order) < n:
@@ -541,12 +586,13 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     # grouped by set (a counting sort, a piece of edges at a time).
     rn = np.flatnonzero(indeg[order] > 2).astype(np.int32)  # by number, ascending
     rcnt = indeg[order[rn]]
-    rms = _by_set(np, sfirst, dst, indeg > 2, num, order[rn], rcnt)
-    del indeg, sfirst, dst, num
-    if len(rn):
-        dom[rn] = np.minimum.reduceat(rms, np.cumsum(rcnt) - rcnt)
+    in_set = indeg > 2
+    del indeg
+    rms = _by_set(np, sfirst, dst, in_set, num, order[rn], rcnt)
+    del in_set, sfirst, dst, num
     meets = _SetMeets(np, rms, rcnt)
     del rms, rcnt
+    dom[rn] = meets.low
     free_pages()  # (the edges' arrays, done with: not kept for the passes' reuse)
 
     # The first pass meets only the pairs: most nodes of the sets lie under

@@ -1239,22 +1239,24 @@ def test_nodes_edges_in_pieces_write_the_same_bytes(fixture, monkeypatch):
 
 
 def test_sizes_a_piece_at_a_time_are_the_sizes():
-    """The writer asks for its rows' self sizes a piece at a time
-    (selfsize.sizes_of: the read-only objects' 0 and the external strings'
-    characters worked out for the nodes asked), snapshot_sizes for all of
-    them (the retained sizes'), in pieces of its own: both give, node for
-    node, V8's rule worked out here on the whole graph at once."""
+    """The writer asks for its rows' self sizes a piece at a time, and the
+    dominator tree for its nodes' in its own order (selfsize.sizes_of: the
+    read-only objects' 0 and the external strings' characters worked out
+    for the nodes asked): pieces in order and in a shuffled order give,
+    node for node, V8's rule worked out here on the whole graph at once."""
     from support import core_program
-    from v8dbg.heap import graph, selfsize
+    from v8dbg.heap import dominators as D, graph, selfsize
     from v8dbg.heap.isolates import choose
     version = "24.21.0"
     prog, _backend = core_program(leak(version) / "core", version)
     g = graph.build(prog, choose(prog, None, None).heap)
-    whole = selfsize.snapshot_sizes(prog, g)
     lazy = selfsize.sizes_of(prog, g)
     assert isinstance(lazy, selfsize.SizesOf)
     got = np.concatenate([lazy[np.arange(a, min(a + 7001, g.nodes))]
                           for a in range(0, g.nodes, 7001)])
+    shuffled = np.random.default_rng(5).permutation(g.nodes)
+    whole = np.empty(g.nodes, np.uint64)
+    whole[shuffled] = D._by_number(np, lazy, shuffled)
     want = g.node_size.astype(np.uint64)
     want[g.in_read_only()] = 0
     extras = selfsize._external_payloads(np, prog, g, selfsize.node_maps(g))

@@ -92,8 +92,16 @@ def expand(np, first_edge, nodes, limit: int = 0):
             yield np.repeat(s - np.cumsum(c) + c, c) + np.arange(p1 - p0, dtype=np.int64)
 
 
+# Nodes (and edges) a step of `reach` takes at once: in order, a stretch of
+# the graph's arrays some MB long (where they are a file's, what is resident).
+REACH_PIECE = 1 << 16
+
+
 def reach(np, first_edge, edge_to, starts, usable):
-    """Bool per node: reached from `starts` over the edges `usable` marks."""
+    """Bool per node: reached from `starts` over the edges `usable` marks.
+    Each step takes its nodes in order, a piece at a time, so that a piece
+    reads one stretch of the graph's arrays (where they are a file's, its
+    pages let go after each piece)."""
     n = len(first_edge) - 1
     seen = np.zeros(n, bool)
     front = unique(np, np.asarray(starts, np.int64))
@@ -102,7 +110,7 @@ def reach(np, first_edge, edge_to, starts, usable):
     while len(front):
         check_interrupted()
         found = []
-        for e in expand(np, first_edge, front, PIECE_EDGES):
+        for e in expand(np, first_edge, front, REACH_PIECE):
             e = e[usable[e]]
             to = edge_to[e]
             del e
@@ -115,6 +123,7 @@ def reach(np, first_edge, edge_to, starts, usable):
             found.append(to)  # node indices as edges hold them: 32 bits
             mapped.drop(first_edge, edge_to)  # (the piece's edges read, where a file's)
         front = np.concatenate(found) if found else front[:0]
+        front.sort()
     return seen
 
 
@@ -154,6 +163,7 @@ def essential_edges(first_edge, edge_to, edge_type, root: int = 0, not_retaining
     r0, r1 = int(first_edge[root]), int(first_edge[root + 1])
     if globals_ is None:
         globals_ = edge_to[r0:r1][edge_type[r0:r1] == EDGE_SHORTCUT]
+    mapped.drop(edge_type)  # (read through; where a file's, let go)
     page = reach(np, first_edge, edge_to, globals_, usable) if len(globals_) else None
     ok = usable
     del usable
@@ -285,6 +295,7 @@ class _SetMeets:
         # mostly become one node, met at once.
         self.low = np.minimum.reduceat(members, self.off[0][:-1]) if self.sets \
             else np.zeros(0, members.dtype)
+        mapped.drop(members)  # (read: where a file's, its pages let go)
         self.val = [np.zeros(0, np.int32)] + [np.zeros(int(o[-1]), np.int32)
                                               for o in self.off[1:]]
 
@@ -344,6 +355,7 @@ class _SetMeets:
             for a in range(0, len(self.members), PIECE_EDGES):
                 k = np.flatnonzero(moved[self.members[a:a + PIECE_EDGES]])
                 got.append((k + a).astype(idt))
+                mapped.drop(self.members)
             idx = np.concatenate(got)
             del got
             if 2 * len(idx) > len(self.members):
@@ -362,6 +374,7 @@ class _SetMeets:
                     c = np.arange(p0, p1, dtype=idt)
                     c -= ol[sp]
                     self.val[lv][p0:p1] = self._level(lv, sp, c, dom)
+                    mapped.drop(self.members)
                 continue
             c = idx - self.off[lv - 1][s]
             c //= BLOCK if lv == 1 else 2
@@ -374,6 +387,7 @@ class _SetMeets:
             for p0 in range(0, len(c), step):
                 sl = slice(p0, p0 + step)
                 self.val[lv][idx[sl]] = self._level(lv, s[sl], c[sl], dom)
+                mapped.drop(self.members)
             del c
         top = self.val[len(self.cnt) - 1]  # one meet per set
         if idx is None:
@@ -389,7 +403,9 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     the root (the global objects of a graph whose root has no shortcuts).
     Both work on the essential edges' targets made here, `essential` not
     needed past that (a caller that holds no other reference to it has it
-    freed before the passes)."""
+    freed before the passes). `sizes`, bytes per node, is an array or what
+    gives the sizes of an array of nodes (selfsize.SizesOf), asked a piece
+    at a time once the tree is made."""
     np = _np()
     n = len(first_edge) - 1
     sfirst, dst = _targets(np, first_edge, edge_to, essential, root, from_root,
@@ -456,39 +472,90 @@ def _sources(np, sfirst, e0: int, e1: int, dtype):
     return np.repeat(np.arange(a, b, dtype=dtype), cnt)
 
 
-def _by_set(np, sfirst, dst, in_set, num, targets, counts):
-    """The numbers of the sources of the edges into `targets` (nodes, those
-    `in_set` marks, `counts` edges into each), grouped by target in the
-    targets' order, each group in the edges' order: a stable counting sort,
-    a piece of edges at a time (no index array as long as all)."""
+def _by_set(np, sfirst, dst, rid, num, targets, counts):
+    """The numbers of the sources of the edges into `targets` (nodes, `counts`
+    edges into each), grouped by target in the targets' order, each group in
+    the edges' order: a stable counting sort, a piece of edges at a time (no
+    index array as long as all). `rid`, an int32 per node, is overwritten
+    (each target's place among them, -1 for other nodes): the in-degrees',
+    done with, where the tree makes them."""
     sets = len(targets)
-    rid = np.zeros(len(num), np.int32)
+    rid.fill(-1)
     rid[targets] = np.arange(sets, dtype=np.int32)
-    out = np.empty(int(counts.sum(dtype=np.int64)), np.int32)
+    # (In a temporary file's pages, as the edges' targets: each piece's
+    # members go all over it, its pages let go after each.)
+    out = mapped.file_array(np, int(counts.sum(dtype=np.int64)), np.int32)
     cur = np.zeros(sets, np.int64)  # where each set's next member goes
     np.cumsum(counts[:-1], out=cur[1:])
-    for a in range(0, len(dst), PIECE_EDGES):
-        d = dst[a:a + PIECE_EDGES]
-        sel = in_set[d]
-        k = rid[d[sel]]
-        del d
+    step = PIECE_EDGES // 4
+    for a in range(0, len(dst), step):
+        k = rid[dst[a:a + step]]
+        sel = k >= 0
+        k = k[sel]
         mapped.drop(dst)  # (the piece read: its pages let go, where a file's)
         if not len(k):
             continue
-        v = num[_sources(np, sfirst, a, a + len(sel), np.int32)[sel]]
-        o = np.argsort(k.astype(np.uint16), kind="stable") if sets <= 1 << 16 else \
-            _sort_small(np, k, sets)
-        k, v = k[o], v[o]
-        del o
-        head = np.ones(len(k), bool)
-        np.not_equal(k[1:], k[:-1], out=head[1:])
-        starts = np.flatnonzero(head)
-        del head
-        runs = np.diff(np.append(starts, len(k)))
-        # Each member's place: its set's next free one, plus its rank in its run.
-        rank = np.arange(len(k), dtype=np.int64) - np.repeat(starts, runs)
-        out[cur[k] + rank] = v
-        cur[k[starts]] += runs
+        _place(np, k, sets, num[_sources(np, sfirst, a, a + len(sel), np.int32)[sel]], cur, out)
+        mapped.drop(out)
+    return out
+
+
+def _place(np, keys, top: int, vals, cur, out) -> None:
+    """One piece of a stable counting sort: each of `vals` into `out` at the
+    next free place of its key's group (`cur`, advanced), in their order."""
+    o = np.argsort(keys.astype(np.uint16), kind="stable") if top <= 1 << 16 else \
+        _sort_small(np, keys, top)
+    k, v = keys[o], vals[o]
+    del o
+    head = np.ones(len(k), bool)
+    np.not_equal(k[1:], k[:-1], out=head[1:])
+    starts = np.flatnonzero(head)
+    del head
+    runs = np.diff(np.append(starts, len(k)))
+    # Each one's place: its group's next free one, plus its rank in its run.
+    rank = np.arange(len(k), dtype=np.int64) - np.repeat(starts, runs)
+    out[cur[k] + rank] = v
+    cur[k[starts]] += runs
+
+
+def _children(np, dom, n: int):
+    """(kfirst, kids): the children of each node by number, kids[kfirst[v]:
+    kfirst[v+1]] in the order of their numbers; counted and placed a piece
+    of nodes at a time (a stable counting sort, with no array of 64 bits
+    per node)."""
+    kfirst = np.zeros(n + 1, np.int32)
+    for a in range(1, n, TREE_PIECE):
+        u, c = np.unique(dom[a:a + TREE_PIECE], return_counts=True)
+        kfirst[u + 1] += c.astype(np.int32)
+    np.cumsum(kfirst, out=kfirst)
+    cur = kfirst[:-1].copy()
+    kids = np.empty(max(n - 1, 0), np.int32)
+    for a in range(1, n, TREE_PIECE):
+        d = dom[a:a + TREE_PIECE]
+        _place(np, d, n, np.arange(a, a + len(d), dtype=np.int32), cur, kids)
+    return kfirst, kids
+
+
+# Nodes whose arrays the tree's last steps (children, sums, preorder, the
+# arrays by node) work on at once: their temporaries, some 40 bytes a node,
+# a few MB beside the tree's own arrays.
+TREE_PIECE = 1 << 17
+
+
+def _by_node(np, order, by_number, dtype):
+    """An array by node of what `by_number` holds by number, a piece at a time
+    (no index array of 64 bits as long as all)."""
+    out = np.empty(len(order), dtype)
+    for a in range(0, len(order), TREE_PIECE):
+        out[order[a:a + TREE_PIECE]] = by_number[a:a + TREE_PIECE]
+    return out
+
+
+def _by_number(np, sizes, order):
+    """sizes[order] as uint64, asked a piece of nodes at a time."""
+    out = np.empty(len(order), np.uint64)
+    for a in range(0, len(order), PIECE_EDGES):
+        out[a:a + PIECE_EDGES] = sizes[order[a:a + PIECE_EDGES]]
     return out
 
 
@@ -563,22 +630,25 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
         last[dst[a:a + PIECE_EDGES]] = _sources(np, sfirst, a, min(a + PIECE_EDGES, m), np.int32)
         mapped.drop(dst)  # (the piece read: its pages let go)
     dom[num] = num[last]
+    del last
     dom[indeg[order] == 0] = 0
 
-    # Nodes with two predecessors: the last and the first (a scatter backwards);
-    # each distinct pair met once.
+    # Nodes with two predecessors: the last (their candidate now) and the
+    # first (a scatter backwards); each distinct pair met once.
     pn = np.flatnonzero(indeg[order] == 2).astype(np.int32)  # by number, ascending
+    pb = dom[pn]
     first = np.zeros(n, np.int32)
     for a in reversed(range(0, m, PIECE_EDGES)):
         first[dst[a:a + PIECE_EDGES][::-1]] = \
             _sources(np, sfirst, a, min(a + PIECE_EDGES, m), np.int32)[::-1]
         mapped.drop(dst)
-    pa, pb = num[first[order[pn]]], num[last[order[pn]]]
-    del first, last
+    pa = num[first[order[pn]]]
+    del first
     dom[pn] = np.minimum(pa, pb)
     key = np.minimum(pa, pb).astype(np.int64) * n + np.maximum(pa, pb)
     del pa, pb
     key, pinv = np.unique(key, return_inverse=True)
+    pinv = pinv.astype(np.int32)
     ua, ub = (key // n).astype(np.int32), (key % n).astype(np.int32)
     del key
     free_pages()  # (the pairs' temporaries)
@@ -586,10 +656,8 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     # grouped by set (a counting sort, a piece of edges at a time).
     rn = np.flatnonzero(indeg[order] > 2).astype(np.int32)  # by number, ascending
     rcnt = indeg[order[rn]]
-    in_set = indeg > 2
-    del indeg
-    rms = _by_set(np, sfirst, dst, in_set, num, order[rn], rcnt)
-    del in_set, sfirst, dst, num
+    rms = _by_set(np, sfirst, dst, indeg, num, order[rn], rcnt)
+    del indeg, sfirst, dst, num
     meets = _SetMeets(np, rms, rcnt)
     del rms, rcnt
     dom[rn] = meets.low
@@ -632,50 +700,73 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     free_pages()  # (the passes' temporaries and the meets: not kept for the sums)
 
     # Children of each node, by number: kids[kfirst[v]:kfirst[v+1]].
-    kids = (_sort_small(np, dom[1:], n) + 1).astype(np.int32)
-    kfirst = np.zeros(n + 1, np.int32)
-    np.cumsum(np.bincount(dom[1:], minlength=n), out=kfirst[1:])
+    kfirst, kids = _children(np, dom, n)
     # Retained sizes and subtree counts: deepest level first, each node's
     # children (all of a deeper level, done) summed into it.
-    ret = np.asarray(sizes, np.uint64)[order]
+    ret = _by_number(np, sizes, order)
+    del sizes
     sub = np.ones(n, np.int32)
-    for a, b in reversed([(0, 1)] + spans):
+    for a0, b0 in reversed([(0, 1)] + spans):
         check_interrupted()
-        k0, k1 = int(kfirst[a]), int(kfirst[b])
-        if k0 == k1:
-            continue
-        at = kfirst[a:b + 1] - k0
-        k = kids[k0:k1]
-        for arr in (ret, sub):
-            c = np.zeros(k1 - k0 + 1, arr.dtype)
-            np.cumsum(arr[k], out=c[1:])
-            arr[a:b] += c[at[1:]] - c[at[:-1]]
+        # (The level's parents a piece at a time, by their children's count.)
+        for a, b in node_pieces(kfirst[a0:b0 + 1], TREE_PIECE):
+            a, b = a + a0, b + a0
+            k0, k1 = int(kfirst[a]), int(kfirst[b])
+            if k0 == k1:
+                continue
+            at = kfirst[a:b + 1] - k0
+            k = kids[k0:k1]
+            for arr in (ret, sub):
+                c = np.zeros(k1 - k0 + 1, arr.dtype)
+                np.cumsum(arr[k], out=c[1:])
+                arr[a:b] += c[at[1:]] - c[at[:-1]]
     # Preorder places in the dominator tree: a node's subtree is tin .. tin+subtree-1,
     # siblings in the order of their numbers.
-    before = np.cumsum(sub[kids], dtype=np.int32 if n < 1 << 31 else np.int64)
-    before -= sub[kids]  # nodes of the subtrees of the siblings before, and of earlier parents
+    # A child's place among its parent's subtree: the nodes of the subtrees of
+    # the siblings before it. Its siblings are together in kids, so the count
+    # is the nodes of the subtrees of every child before it there, less those
+    # before its first sibling; a piece of children at a time (no temporary
+    # as long as all), the count at the start of the last parent's children
+    # carried into the next piece.
     off = np.zeros(n, np.int32)
-    off[kids] = before - before[kfirst[dom[kids]]]
-    del kids, kfirst, before
+    total = start = 0
+    for a in range(0, len(kids), TREE_PIECE):
+        k = kids[a:a + TREE_PIECE]
+        s_ = sub[k].astype(np.int64)
+        before = np.cumsum(s_)
+        before -= s_
+        before += total
+        total += int(s_.sum())
+        del s_
+        g = kfirst[dom[k]].astype(np.int64)  # where each one's siblings start in kids
+        g -= a
+        here = g >= 0  # (else they start in a piece before: at `start`)
+        base = np.full(len(k), start, np.int64)
+        base[here] = before[g[here]]
+        if g[-1] >= 0:
+            start = int(before[g[-1]])
+        off[k] = before - base
+    del kids, kfirst
     tin = np.zeros(n, np.int32)
-    for a, b in spans:
-        tin[a:b] = tin[dom[a:b]] + 1 + off[a:b]
+    for a0, b0 in spans:
+        for a in range(a0, b0, TREE_PIECE):  # (parents: of a level before, placed)
+            b = min(a + TREE_PIECE, b0)
+            tin[a:b] = tin[dom[a:b]] + 1 + off[a:b]
     del off
 
     # By node, each array let go once placed.
-    idom = np.empty(n, np.uint32)
-    idom[order] = order[dom]
+    for a in range(0, n, TREE_PIECE):
+        dom[a:a + TREE_PIECE] = order[dom[a:a + TREE_PIECE]]  # (by number: nodes)
+    idom = _by_node(np, order, dom, np.uint32)
     del dom
-    retained = np.empty(n, np.uint64)
-    retained[order] = ret
+    retained = _by_node(np, order, ret, np.uint64)
     del ret
-    tin_a = np.empty(n, np.uint32)
-    tin_a[order] = tin
+    tin_a = _by_node(np, order, tin, np.uint32)
     del tin
-    sub_a = np.empty(n, np.uint32)
-    sub_a[order] = sub
+    sub_a = _by_node(np, order, sub, np.uint32)
     del sub
-    return DominatorTree(idom, retained, order.astype(np.uint32), hung_count, tin_a, sub_a)
+    order = order.view(np.uint32) if order.dtype == np.int32 else order.astype(np.uint32)
+    return DominatorTree(idom, retained, order, hung_count, tin_a, sub_a)
 
 
 def _deep_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
@@ -804,7 +895,8 @@ def _deep_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     idom = np.empty(n, np.uint32)
     idom[vert[1:]] = vert[idn[1:]]
     # Retained sizes: each node added into its dominator, deepest numbers first.
-    ret = array('Q', np.asarray(sizes, np.uint64)[vert].tobytes())  # by DFS number (index 0 unused)
+    ret = array('Q', _by_number(np, sizes, vert).tobytes())  # by DFS number (index 0 unused)
+    del sizes
     idl = idom_num
     sub = array('q', [1]) * (n + 1)
     for w in range(n, 1, -1):

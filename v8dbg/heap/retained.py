@@ -15,7 +15,7 @@ from . import graph as graphmod
 from .dominators import DominatorTree, dominator_tree, essential_edges, set_retained
 from .groups import Group, members
 from .release import free_pages
-from .selfsize import snapshot_sizes
+from .selfsize import sizes_of
 
 if TYPE_CHECKING:
     from ..program import Program
@@ -40,14 +40,17 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
     if t is None:
         seen = graphmod.reached(g)
         globals_ = graphmod.global_objects(prog, g)
-        sizes = snapshot_sizes(prog, g)
-        g.drop_pages()  # (read by the search and the sizes)
+        # The nodes' self sizes as V8's snapshot has them, asked by the tree a
+        # piece at a time once made (no array of them held through its passes).
+        sizes = sizes_of(prog, g)
+        g.drop_pages()  # (read by the search and for the sizes)
         # No edge from garbage retains, nor one into it (a live key's edge to
         # the value of a dead WeakMap's entry). (Handed on, not kept here:
         # freed once the tree's own arrays of them are made.)
         ess = [essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, None, globals_, seen)]
         g.drop_pages()  # (the graph's arrays, read through)
         t = dominator_tree(g.first_edge, g.edge_to, ess.pop(), sizes, 0, globals_)
+        g.drop_pages()  # (the sizes' pages, read)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t
 

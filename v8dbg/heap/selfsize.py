@@ -27,42 +27,12 @@ def applies(prog: Program) -> bool:
     return bool(prog.md.consts.get("SnapshotSizeForSnapshot", 0))
 
 
-def snapshot_sizes(prog: Program, g: gmod.Graph, maps: Any = None, distinct: Any = None) -> Any:
-    """Per node, its self size in V8's snapshot (bytes; the graph's own
-    sizes where the version's rule is the plain one). `maps`, the map word
-    of each node, is the graph's when not given; `distinct`, its
-    distinct values, where known."""
-    got = getattr(g, "_snapshot_sizes", None)
-    if got is not None:
-        return got
-    if not applies(prog):
-        g._snapshot_sizes = g.node_size  # type: ignore[attr-defined]
-        return g.node_size
-    np = gmod.numpy()
-    sizes = sizes_of(prog, g, maps, distinct)
-    # 32 bits a node, as the graph's sizes, unless a string's characters
-    # outside the heap take one past them. (SizesOf's rule, a piece of
-    # nodes at a time: one rule for the writer's pieces and these.)
-    wide = bool(len(sizes.ext_nodes)) and bool(
-        (g.node_size[sizes.ext_nodes].astype(np.uint64) + sizes.ext_bytes > 0xFFFFFFFF).any())
-    out = np.empty(g.nodes, dtype=np.uint64 if wide else g.node_size.dtype)
-    for a in range(0, g.nodes, SIZES_PIECE):
-        b = min(a + SIZES_PIECE, g.nodes)
-        out[a:b] = sizes[np.arange(a, b)]
-    g._snapshot_sizes = out  # type: ignore[attr-defined]
-    return out
-
-
-# Nodes whose sizes snapshot_sizes works out at once (its temporaries, some
-# 24 bytes a node, stay a few MB).
-SIZES_PIECE = 1 << 18
-
-
 class SizesOf:
-    """snapshot_sizes' values of the nodes asked, a piece of nodes at a time
-    (indexed as that array is): the graph's sizes, the read-only objects'
-    0 and the external strings' characters added, with no array per node
-    made (the writer asks for the sizes of a piece of rows at a time)."""
+    """The self sizes of the nodes asked, a piece of nodes at a time (indexed
+    as an array of them would be): the graph's sizes, the read-only
+    objects' 0 and the external strings' characters added, with no array
+    per node made (the writer asks for the sizes of a piece of rows at a
+    time, the dominator tree for a piece of nodes in its order)."""
 
     def __init__(self, np, g: gmod.Graph, extras: list[tuple[int, int]]) -> None:
         self.np, self.g = np, g
@@ -84,8 +54,10 @@ class SizesOf:
 
 
 def sizes_of(prog: Program, g: gmod.Graph, maps: Any = None, distinct: Any = None) -> Any:
-    """snapshot_sizes as an object giving the sizes of the nodes asked (SizesOf),
-    or the graph's own sizes where the version's rule is the plain one."""
+    """The nodes' self sizes in V8's snapshot, as an object giving the sizes of
+    the nodes asked (SizesOf), or the graph's own sizes where the version's
+    rule is the plain one. `maps`, the map word of each node, is the
+    graph's when not given; `distinct`, its distinct values, where known."""
     if not applies(prog):
         return g.node_size
     np = gmod.numpy()

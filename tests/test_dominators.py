@@ -155,6 +155,28 @@ def test_pieces_of_nodes_give_the_same_tree(deep, monkeypatch):
     assert whole.hung_from_root == pieces.hung_from_root
 
 
+@pytest.mark.parametrize("deep", [False, True], ids=["numpy", "deep"])
+def test_what_set_retained_needs_alone(deep, monkeypatch):
+    """findjsobjects --retained keeps of the tree only what set_retained reads
+    (whole=False: no immediate dominators, no order): the same retained
+    sizes, preorder places and subtrees as the whole tree, and the same
+    sets' sizes (a real heap: node 24's mixed one)."""
+    if deep:
+        monkeypatch.setattr(D, "MAX_LEVELS", 1)
+    snap = heapsnapshot.read(mixed_snapshot("24.21.0"))
+    rng = np.random.default_rng(29)
+    sizes = rng.integers(1, 1000, len(snap.ids)).astype(np.uint64)
+    ess = D.essential_edges(snap.first_edge, snap.edge_to, snap.edge_type)
+    whole = D.dominator_tree(snap.first_edge, snap.edge_to, ess, sizes)
+    part = D.dominator_tree(snap.first_edge, snap.edge_to, ess, sizes, whole=False)
+    assert part.idom is None and part.order is None and whole.idom is not None
+    for f in ("retained", "tin", "subtree"):
+        assert (getattr(part, f) == getattr(whole, f)).all(), f
+    members, group = rng.integers(0, len(snap.ids), 3000), np.sort(rng.integers(0, 30, 3000))
+    assert (D.set_retained(part, members, group) == D.set_retained(whole, members, group)).all()
+    assert part.hung_from_root == whole.hung_from_root
+
+
 def test_a_long_chain_either_way(monkeypatch):
     """A linked list 20,000 long (each link also held back by the next, all of
     them holding one shared node): past MAX_LEVELS levels the tree is made the

@@ -44,9 +44,9 @@ EDGE_CONTEXT, EDGE_ELEMENT, EDGE_PROPERTY, EDGE_INTERNAL, EDGE_HIDDEN, EDGE_SHOR
 class DominatorTree:
     """The dominator tree of a graph and every node's retained size."""
 
-    idom: Any  # uint32 per node: its immediate dominator (the root's is the root)
+    idom: Any  # uint32 per node: its immediate dominator (the root's is the root); None unless whole
     retained: Any  # uint64 per node: bytes it keeps alive, itself included
-    order: Any  # uint32: nodes breadth first from the root; each node's dominator comes before it
+    order: Any  # uint32: nodes breadth first from the root; each node's dominator comes before it; None unless whole
     hung_from_root: int  # nodes no retaining edge reaches, hung from the root
     tin: Any  # uint32 per node: its place in a preorder of the dominator tree
     subtree: Any  # uint32 per node: how many nodes it dominates, itself included
@@ -396,7 +396,7 @@ class _SetMeets:
 
 
 def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
-                   from_root=None) -> DominatorTree:
+                   from_root=None, whole: bool = True) -> DominatorTree:
     """Immediate dominators and retained sizes over the essential edges: in NumPy
     passes (`_wide_tree`), or for a graph of more than MAX_LEVELS breadth-first
     levels, by `_deep_tree`. `from_root` are nodes given one more edge, from
@@ -405,7 +405,8 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     needed past that (a caller that holds no other reference to it has it
     freed before the passes). `sizes`, bytes per node, is an array or what
     gives the sizes of an array of nodes (selfsize.SizesOf), asked a piece
-    at a time once the tree is made."""
+    at a time once the tree is made. Unless `whole`, the tree keeps only
+    what set_retained needs (no `idom`, no `order`: 8 bytes a node)."""
     np = _np()
     n = len(first_edge) - 1
     sfirst, dst = _targets(np, first_edge, edge_to, essential, root, from_root,
@@ -418,10 +419,10 @@ def dominator_tree(first_edge, edge_to, essential, sizes, root: int = 0,
     edges = [sfirst, dst]
     del sfirst, dst
     try:
-        return _wide_tree(np, edges, sizes, root)
+        return _wide_tree(np, edges, sizes, root, whole)
     except _TooDeep:
         pass  # (out of the handler: its traceback would hold the passes' arrays)
-    return _deep_tree(np, edges, sizes, root)
+    return _deep_tree(np, edges, sizes, root, whole)
 
 
 def _targets(np, first_edge, edge_to, essential, root: int, from_root, dtype):
@@ -559,7 +560,7 @@ def _by_number(np, sizes, order):
     return out
 
 
-def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
+def _wide_tree(np, edges: list, sizes, root: int = 0, whole: bool = True) -> DominatorTree:
     """Immediate dominators and retained sizes over the essential edges.
 
     The iterative algorithm of Cooper, Harvey and Kennedy, each pass over all
@@ -755,9 +756,11 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     del off
 
     # By node, each array let go once placed.
-    for a in range(0, n, TREE_PIECE):
-        dom[a:a + TREE_PIECE] = order[dom[a:a + TREE_PIECE]]  # (by number: nodes)
-    idom = _by_node(np, order, dom, np.uint32)
+    idom = None
+    if whole:
+        for a in range(0, n, TREE_PIECE):
+            dom[a:a + TREE_PIECE] = order[dom[a:a + TREE_PIECE]]  # (by number: nodes)
+        idom = _by_node(np, order, dom, np.uint32)
     del dom
     retained = _by_node(np, order, ret, np.uint64)
     del ret
@@ -765,11 +768,12 @@ def _wide_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     del tin
     sub_a = _by_node(np, order, sub, np.uint32)
     del sub
-    order = order.view(np.uint32) if order.dtype == np.int32 else order.astype(np.uint32)
+    order = None if not whole else \
+        order.view(np.uint32) if order.dtype == np.int32 else order.astype(np.uint32)
     return DominatorTree(idom, retained, order, hung_count, tin_a, sub_a)
 
 
-def _deep_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
+def _deep_tree(np, edges: list, sizes, root: int = 0, whole: bool = True) -> DominatorTree:
     """Immediate dominators (semi-NCA Lengauer-Tarjan, its loops over typed arrays)
     and retained sizes, for a graph too deep for the passes in NumPy: each
     breadth-first level costs those some tens of microseconds, this about a
@@ -892,8 +896,10 @@ def _deep_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
 
     vert = np.frombuffer(vertex, np.int64)
     idn = np.frombuffer(idom_num, np.int64)
-    idom = np.empty(n, np.uint32)
-    idom[vert[1:]] = vert[idn[1:]]
+    idom = None
+    if whole:
+        idom = np.empty(n, np.uint32)
+        idom[vert[1:]] = vert[idn[1:]]
     # Retained sizes: each node added into its dominator, deepest numbers first.
     ret = array('Q', _by_number(np, sizes, vert).tobytes())  # by DFS number (index 0 unused)
     del sizes
@@ -918,7 +924,8 @@ def _deep_tree(np, edges: list, sizes, root: int = 0) -> DominatorTree:
     tin_a[vert[1:]] = np.frombuffer(tin, np.int64)[1:]
     sub_a = np.empty(n, np.uint32)
     sub_a[vert[1:]] = np.frombuffer(sub, np.int64)[1:]
-    return DominatorTree(idom, retained, vert[1:].astype(np.uint32), len(hung), tin_a, sub_a)
+    order = vert[1:].astype(np.uint32) if whole else None
+    return DominatorTree(idom, retained, order, len(hung), tin_a, sub_a)
 
 
 

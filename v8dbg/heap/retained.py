@@ -49,7 +49,8 @@ def tree(prog: Program, heap: int, progress=None) -> tuple[graphmod.Graph, Domin
         # freed once the tree's own arrays of them are made.)
         ess = [essential_edges(g.first_edge, g.edge_to, g.edge_type, 0, None, globals_, seen)]
         g.drop_pages()  # (the graph's arrays, read through)
-        t = dominator_tree(g.first_edge, g.edge_to, ess.pop(), sizes, 0, globals_)
+        # (What the rows' retained sizes need of it: no immediate dominators.)
+        t = dominator_tree(g.first_edge, g.edge_to, ess.pop(), sizes, 0, globals_, whole=False)
         g.drop_pages()  # (the sizes' pages, read)
         g._dominators = t  # type: ignore[attr-defined]
     return g, t

@@ -315,6 +315,8 @@ class _SetMeets:
         np.copyto(v, m, where=v > self.low[s][:, None])
         del m
         while v.shape[1] > 1:
+            if v.shape[1] % 2:  # (a BLOCK not a power of two: the last one again)
+                v = np.concatenate([v, v[:, -1:]], axis=1)
             half = v.shape[1] // 2
             x = v[:, 0::2].astype(np.int32).reshape(-1)  # (copies, in a row)
             y = v[:, 1::2].astype(np.int32).reshape(-1)
@@ -362,7 +364,7 @@ class _SetMeets:
                 idx = None  # most moved: all made again, at less cost per meet
             else:
                 s = (np.searchsorted(self.off[0], idx, side="right") - 1).astype(idt)
-        step = PIECE_EDGES // BLOCK
+        step = max(PIECE_EDGES // BLOCK, 1)
         for lv in range(1, len(self.cnt)):
             check_interrupted()
             ol = self.off[lv]
@@ -488,7 +490,7 @@ def _by_set(np, sfirst, dst, rid, num, targets, counts):
     out = mapped.file_array(np, int(counts.sum(dtype=np.int64)), np.int32)
     cur = np.zeros(sets, np.int64)  # where each set's next member goes
     np.cumsum(counts[:-1], out=cur[1:])
-    step = PIECE_EDGES // 4
+    step = max(PIECE_EDGES // 4, 1)
     for a in range(0, len(dst), step):
         k = rid[dst[a:a + step]]
         sel = k >= 0
@@ -554,6 +556,8 @@ def _by_node(np, order, by_number, dtype):
 
 def _by_number(np, sizes, order):
     """sizes[order] as uint64, asked a piece of nodes at a time."""
+    if not hasattr(sizes, "__getitem__") or isinstance(sizes, (list, tuple)):
+        sizes = np.asarray(sizes, np.uint64)
     out = np.empty(len(order), np.uint64)
     for a in range(0, len(order), PIECE_EDGES):
         out[a:a + PIECE_EDGES] = sizes[order[a:a + PIECE_EDGES]]

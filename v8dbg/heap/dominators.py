@@ -295,7 +295,6 @@ class _SetMeets:
         # mostly become one node, met at once.
         self.low = np.minimum.reduceat(members, self.off[0][:-1]) if self.sets \
             else np.zeros(0, members.dtype)
-        mapped.drop(members)  # (read: where a file's, its pages let go)
         self.val = [np.zeros(0, np.int32)] + [np.zeros(int(o[-1]), np.int32)
                                               for o in self.off[1:]]
 
@@ -357,7 +356,6 @@ class _SetMeets:
             for a in range(0, len(self.members), PIECE_EDGES):
                 k = np.flatnonzero(moved[self.members[a:a + PIECE_EDGES]])
                 got.append((k + a).astype(idt))
-                mapped.drop(self.members)
             idx = np.concatenate(got)
             del got
             if 2 * len(idx) > len(self.members):
@@ -376,7 +374,6 @@ class _SetMeets:
                     c = np.arange(p0, p1, dtype=idt)
                     c -= ol[sp]
                     self.val[lv][p0:p1] = self._level(lv, sp, c, dom)
-                    mapped.drop(self.members)
                 continue
             c = idx - self.off[lv - 1][s]
             c //= BLOCK if lv == 1 else 2
@@ -389,7 +386,6 @@ class _SetMeets:
             for p0 in range(0, len(c), step):
                 sl = slice(p0, p0 + step)
                 self.val[lv][idx[sl]] = self._level(lv, s[sl], c[sl], dom)
-                mapped.drop(self.members)
             del c
         top = self.val[len(self.cnt) - 1]  # one meet per set
         if idx is None:
@@ -485,9 +481,7 @@ def _by_set(np, sfirst, dst, rid, num, targets, counts):
     sets = len(targets)
     rid.fill(-1)
     rid[targets] = np.arange(sets, dtype=np.int32)
-    # (In a temporary file's pages, as the edges' targets: each piece's
-    # members go all over it, its pages let go after each.)
-    out = mapped.file_array(np, int(counts.sum(dtype=np.int64)), np.int32)
+    out = np.empty(int(counts.sum(dtype=np.int64)), np.int32)
     cur = np.zeros(sets, np.int64)  # where each set's next member goes
     np.cumsum(counts[:-1], out=cur[1:])
     step = max(PIECE_EDGES // 4, 1)
@@ -499,7 +493,6 @@ def _by_set(np, sfirst, dst, rid, num, targets, counts):
         if not len(k):
             continue
         _place(np, k, sets, num[_sources(np, sfirst, a, a + len(sel), np.int32)[sel]], cur, out)
-        mapped.drop(out)
     return out
 
 

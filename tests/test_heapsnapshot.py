@@ -1286,3 +1286,36 @@ def test_contexts_cut_by_pieces_keep_their_names(monkeypatch):
             snapshot.write(prog, choose(prog, None, None).heap, f)
         got.append(_edge_names(heapsnapshot.read(out), "context"))
     assert got[0] == got[1] and sum(got[0].values()) > 1000
+
+
+@pytest.mark.parametrize("room", [0, 60_000, 400_000, 2_000_000])
+def test_full_disk_writes_the_same_bytes(room, tmp_path, monkeypatch):
+    """Where no file may grow past `room` bytes (a full disk, at once or
+    after some arrays: the graph's arrays then made in memory, the arrays
+    put aside until written held in memory from the one that did not fit),
+    the file written is byte for byte the one a disk with room gives."""
+    import io
+    import resource
+    import signal
+    from support import core_program
+    from v8dbg.heap import snapshot
+    from v8dbg.heap.isolates import choose
+    version = "24.21.0"
+    monkeypatch.setattr(snapshot, "CHUNK", 3000)  # (many arrays put aside)
+    files = []
+    for limit_to in (None, room):
+        prog, _backend = core_program(leak(version) / "core", version)
+        out = io.BytesIO()
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+        xfsz = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # (EFBIG instead)
+        try:
+            if limit_to is not None:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limit_to, limit[1]))
+            snapshot.write(prog, choose(prog, None, None).heap, out, spill_dir=str(tmp_path))
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+            signal.signal(signal.SIGXFSZ, xfsz)
+        files.append(out.getvalue())
+    assert files[0] == files[1]
+    json.loads(files[1])
+    assert not list(tmp_path.iterdir())

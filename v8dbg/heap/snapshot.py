@@ -24,6 +24,7 @@ never held whole in memory.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections import deque
 from dataclasses import dataclass, field
@@ -737,7 +738,11 @@ class _Spilled:
     the nodes are written and needed only after them, and the nodes' types
     and names while the edges are typed, are not held in memory meanwhile
     (the kernel's page cache holds them, not this process). Held in memory
-    where no temporary file can be made."""
+    where no temporary file can be made, or from where it can be written no
+    more (a full disk). Written unbuffered: an array is whole in the file
+    once put, or held (a buffer's write left pending would fail again when
+    the file is read, and lose the arrays before it); each read back at its
+    own offset."""
 
     def __init__(self, where: str | None = None) -> None:
         self.f: Any = None
@@ -745,47 +750,53 @@ class _Spilled:
         # /tmp in memory would hold it in memory), else the system's place.
         for d in ([where] if where else []) + [None]:
             try:
-                self.f = tempfile.TemporaryFile(prefix=".v8dbg-edges-", dir=d)
+                self.f = tempfile.TemporaryFile(prefix=".v8dbg-edges-", dir=d, buffering=0)
                 break
             except OSError:
                 continue
-        self.held: deque = deque()  # (dtype, count) per array in the file, or the array
+        # (dtype, count, offset) per array in the file, or the array itself.
+        self.held: deque = deque()
+        self._end = 0  # bytes in the file
+        self._full = self.f is None  # (nothing more written to the file)
 
     def put(self, *arrays) -> None:
         for a in arrays:
-            if self.f is not None:
+            if not self._full:
                 try:
-                    self.f.write(memoryview(a).cast("B"))
-                    self.held.append((a.dtype, len(a)))
+                    _write_all(self.f.fileno(), memoryview(a).cast("B"))
+                    self.held.append((a.dtype, len(a), self._end))
+                    self._end += a.nbytes
                     continue
                 except OSError:
-                    # (A full disk: from here on held in memory; what the
-                    # file holds before the failed write is read back.)
-                    self._full, self.f = self.f, None
+                    # (A full disk: this array and the next held in memory;
+                    # those in the file before it are read back.)
+                    self._full = True
             self.held.append(a)
-
-    _full: Any = None
-    _read_at = 0
 
     def take(self, np) -> Any:
         x = self.held.popleft()
         if not isinstance(x, tuple):
             return x
-        f = self.f if self.f is not None else self._full
-        if f.tell() != self._read_at:
-            f.flush()
-            f.seek(self._read_at)
-        dtype, n = x
+        dtype, n, off = x
         a = np.empty(n, dtype=dtype)
-        if n and f.readinto(memoryview(a).cast("B")) != a.nbytes:
-            raise OSError("the temporary file of typed edges was cut short")
-        self._read_at = f.tell()
+        buf = memoryview(a).cast("B")
+        got = 0
+        while got < len(buf):
+            k = os.preadv(self.f.fileno(), [buf[got:]], off + got)
+            if k <= 0:
+                raise OSError("the temporary file of typed edges was cut short")
+            got += k
         return a
 
     def close(self) -> None:
-        for f in (self.f, self._full):
-            if f is not None:
-                f.close()
+        if self.f is not None:
+            self.f.close()
+
+
+def _write_all(fd: int, buf: memoryview) -> None:
+    """Write buf at the file's position, however many writes it takes."""
+    while len(buf):
+        buf = buf[os.write(fd, buf):]
 
 
 def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = False,

@@ -464,7 +464,7 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
     groups = roots.root_groups(np, prog, heap, lo, hi)
     names = [g.name for g in groups]
     first = 1 + len(names)
-    free_pages()  # (the walk's and the groups' temporaries)
+    free_pages(trim=False)  # (the walk's and the groups' temporaries: the node arrays reuse them)
     node_addr = mapped.file_array(np, first + count, np.uint64, where)
     node_size = mapped.file_array(np, first + count, np.uint32, where)
     map_words = unique(np, np.concatenate([np.zeros(1, np.uint64)] +
@@ -542,7 +542,7 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
         edge_name[at:at + len(x)] = np.arange(len(x), dtype=np.uint32)
         at += len(x)
     del root_to, root_type
-    free_pages()  # (the edges' of the roots and of no slot: made)
+    free_pages(trim=False)  # (the edges' of the roots and of no slot: the pages' slots reuse them)
     k = first
     for p in pages:
         check_interrupted()
@@ -769,7 +769,7 @@ def reach(g: Graph, parents: bool = True) -> tuple[Any, Any]:
         if len(found) > 1:
             frontier.sort()
     g._reach, g._parent = seen, parent
-    free_pages()  # (the search's temporaries)
+    free_pages(trim=False)  # (the search's temporaries: the next pass's reuse them)
     return seen, parent
 
 

@@ -42,7 +42,7 @@ def _own_resident() -> int:
         return 0
 
 
-def free_pages(arrays: bool = True, caches: bool = True) -> None:
+def free_pages(arrays: bool = True, caches: bool = True, trim: bool = True) -> None:
     """Return the allocator's free pages to the system (glibc only), and the
     pages of the files mapped (the binary's: elf.release_pages; the graph's
     arrays: mapped.drop_all, unless `arrays` is false: a pass that reads
@@ -50,7 +50,12 @@ def free_pages(arrays: bool = True, caches: bool = True) -> None:
     pages, scattered through the allocator's heap, would keep it from
     giving back the free ones around them; unless `caches` is false: within
     a phase, whose decoders read the same pages again, each a debugger's
-    round trip in gdb or lldb)."""
+    round trip in gdb or lldb). Without `trim`, the allocator keeps its
+    free pages (the files' pages and the caches go all the same): where the
+    phase that follows makes arrays as large as those just freed, which
+    would only fault the same pages in again (a heap snapshot of 2 million
+    nodes: 32,000 page faults fewer at eight such places, 0.04 to 0.09 s of
+    its 4.4 s of CPU, for 5 MB more at its peak)."""
     global _trim
     elf.release_pages()
     if arrays:
@@ -67,7 +72,7 @@ def free_pages(arrays: bool = True, caches: bool = True) -> None:
             f.argtypes = [ctypes.c_size_t]
             f.restype = ctypes.c_int
             _trim = f
-    if _trim:
+    if _trim and trim:
         _trim(0)
         global _at_trim
         _at_trim = _own_resident()

@@ -895,7 +895,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     if seq.any():
         _name_sequential(np, prog, g, seq, maps, pages, namer, nname)
     del seq
-    free_pages()  # (the bulk naming's temporaries: given back, not kept for reuse)
+    free_pages(trim=False)  # (the bulk naming's temporaries: the edges' arrays reuse them)
     # Edges of kept nodes to kept nodes, typed in chunks, once: their counts
     # are written before them. Their names go to a table of their own first,
     # whose strings are added to the file's as each chunk is written, in the
@@ -927,7 +927,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     same = xe.src.dtype.itemsize == np.dtype(ix).itemsize
     xe = Extra(xe.src.view(ix) if same else xe.src.astype(ix), xe.kinds, xe.names,
                xe.to.view(ix) if same else xe.to.astype(ix), xe.globals, xe.notes)
-    free_pages()  # (the extra edges' parts and sort, done with)
+    free_pages(trim=False)  # (the extra edges' parts and sort, done with: reused next)
     xe = _inserted(np, xe, eph.table, np.full(len(eph.table), gmod.E_INTERNAL, np.uint8),
                    eph.table_names(strings), eph.value)
     # ArrayBuffers' backing stores: native nodes after the objects, their
@@ -939,7 +939,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         xe = _inserted(np, xe, bd.src, np.full(len(bd.src), gmod.E_INTERNAL, np.uint8),
                        np.full(len(bd.src), strings.add("backing_store"), np.uint32),
                        g.nodes + bd.data)
-    free_pages()
+    free_pages(trim=False)  # (the backing stores' temporaries: reused next)
     # V8's edges that are no slot: counted now, then put aside a chunk of
     # nodes at a time (as the slots' typed edges are) until written.
     # (Each node's count of edges in a temporary file's pages, resident only
@@ -1058,7 +1058,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
         emit_raw(b"," + _decimal(np, cols_n))
     # What only the nodes needed, let go before the edges.
     del ntype, nname, self_sizes, counts, is_js, eph, keep
-    free_pages()
+    free_pages(trim=False)  # (the edges' chunks reuse them)
     emit("],\n\"edges\":[")
     E_EL = 1
     first = [E_EL, 1, 1 * k]
@@ -1105,7 +1105,7 @@ def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = 
     del edge_strings, remap
     strings.drop_lookups()
     g.drop_pages()
-    free_pages()
+    free_pages(trim=False)  # (the strings' pieces reuse them)
     emit("],\n\"trace_function_infos\":[],\n\"trace_tree\":[],\n\"samples\":[],"
          "\n\"locations\":[")
     if loc_parts:

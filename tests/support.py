@@ -563,7 +563,9 @@ def validate_output(doc: dict, command: str | None = None) -> None:
     """Fail unless `doc` is valid by the schema of its command's --json output
     (a list of thousands of items: a sample of them, `_thinned`)."""
     import jsonschema  # scripts/setup.sh installs it; the suite requires it
+    whole = doc
     doc = _thinned(doc)
+    sampled = " (a list's index in its sample)" if doc != whole else ""
     kind = output_kind(doc, command)
     v = _validators.get(kind)
     if v is None:
@@ -577,7 +579,8 @@ def validate_output(doc: dict, command: str | None = None) -> None:
         e = max((c for err in errs for c in [err, *_contexts(err)]),
                 key=lambda c: len(c.absolute_path))
         where = "/".join(str(p) for p in e.absolute_path)
-        raise AssertionError(f"--json output does not match the {kind} schema at /{where}: "
+        raise AssertionError(f"--json output does not match the {kind} schema at "
+                             f"/{where}{sampled}: "
                              f"{e.message[:300]}\n{json.dumps(doc)[:1000]}")
 
 

@@ -102,3 +102,28 @@ def test_out_of_memory_is_said(tmp_path) -> None:
     assert failed and failed[0].startswith("FAILED: False v8dbg: findjsobjects: out of memory: "),\
         p.stdout
     assert "THEN: True" in p.stdout, p.stdout
+
+
+def test_trims_kept_only_in_a_one_shot_process(monkeypatch) -> None:
+    """free_pages(trim=False) keeps the allocator's free pages for the next
+    phase only in a process that ends with its command (the standalone CLI
+    says so: release.one_shot); gdb's and lldb's process, which lives on,
+    is trimmed all the same. A plain free_pages() trims in both."""
+    from v8dbg.heap import release
+    trims: list[int] = []
+    monkeypatch.setattr(release, "_trim", lambda pad: trims.append(pad) or 1)
+    for one_shot, want in ((False, [0, 0]), (True, [0])):
+        trims.clear()
+        monkeypatch.setattr(release, "_one_shot", one_shot)
+        release.free_pages(trim=False)
+        release.free_pages()
+        assert trims == want, one_shot
+    code = ("import v8dbg.heap.release as r; from v8dbg.commands import cli; "
+            "cli.main(['findjsobjects', '--core', '/nonexistent']); print(r._one_shot)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=str(ROOT))
+    assert out.stdout.split() == ["True"], (out.stdout, out.stderr)
+    out = subprocess.run([sys.executable, "-c", "import v8dbg.heap.release as r; "
+                          "from v8dbg.commands import load_all; load_all(); print(r._one_shot)"],
+                         capture_output=True, text=True, timeout=120, cwd=str(ROOT))
+    assert out.stdout.split() == ["False"], (out.stdout, out.stderr)

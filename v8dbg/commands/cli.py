@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..errors import V8DbgError
+from ..heap import release
 from . import Command, Session, catch, held, launch, load_all, profile, trace, triage
 from ..inferior.corefile import core_file_problem
 from .base import did_you_mean, explain_usage, truncation_first
@@ -238,6 +239,7 @@ def _keep_freed_memory() -> None:
     mallopt(m_mmap_threshold, 32 << 20)
     mallopt(m_trim_threshold, (1 << 31) - 1)
     mallopt(m_top_pad, 256 << 20)
+    release.one_shot()  # (and the heap passes need not trim where the next reuses)
 
 
 def _main(argv: list[str], prog: str) -> int:

@@ -27,6 +27,9 @@ from ..inferior import backend, elf
 from . import mapped
 
 _trim: Any = None
+# Set by a process that ends with its command (the standalone CLI: `one_shot`),
+# whose allocator keeps what it frees for its next arrays anyway.
+_one_shot = False
 _at_trim = 0  # this process's own resident memory after the last trim
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -42,6 +45,16 @@ def _own_resident() -> int:
         return 0
 
 
+def one_shot() -> None:
+    """Say that this process ends with its command (the standalone CLI, which
+    has its allocator keep freed memory): `free_pages(trim=False)` then
+    keeps the allocator's free pages for the next phase. In a debugger's
+    process, which lives on after the command, they are given back all
+    the same."""
+    global _one_shot
+    _one_shot = True
+
+
 def free_pages(arrays: bool = True, caches: bool = True, trim: bool = True) -> None:
     """Return the allocator's free pages to the system (glibc only), and the
     pages of the files mapped (the binary's: elf.release_pages; the graph's
@@ -50,12 +63,14 @@ def free_pages(arrays: bool = True, caches: bool = True, trim: bool = True) -> N
     pages, scattered through the allocator's heap, would keep it from
     giving back the free ones around them; unless `caches` is false: within
     a phase, whose decoders read the same pages again, each a debugger's
-    round trip in gdb or lldb). Without `trim`, the allocator keeps its
-    free pages (the files' pages and the caches go all the same): where the
-    phase that follows makes arrays as large as those just freed, which
-    would only fault the same pages in again (a heap snapshot of 2 million
-    nodes: 32,000 page faults fewer at eight such places, 0.04 to 0.09 s of
-    its 4.4 s of CPU, for 5 MB more at its peak)."""
+    round trip in gdb or lldb). Without `trim`, in a process that ends with
+    its command (`one_shot`), the allocator keeps its free pages (the
+    files' pages and the caches go all the same): where the phase that
+    follows makes arrays as large as those just freed, which would only
+    fault the same pages in again (a heap snapshot of 2 million nodes:
+    32,000 page faults fewer at eight such places, 0.04 to 0.09 s of its
+    4.4 s of CPU, for 5 MB more at its peak). A debugger's process, which
+    keeps what it holds after the command, trims there all the same."""
     global _trim
     elf.release_pages()
     if arrays:
@@ -72,7 +87,7 @@ def free_pages(arrays: bool = True, caches: bool = True, trim: bool = True) -> N
             f.argtypes = [ctypes.c_size_t]
             f.restype = ctypes.c_int
             _trim = f
-    if _trim and trim:
+    if _trim and (trim or not _one_shot):
         _trim(0)
         global _at_trim
         _at_trim = _own_resident()

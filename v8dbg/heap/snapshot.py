@@ -796,7 +796,10 @@ class _Spilled:
 def _write_all(fd: int, buf: memoryview) -> None:
     """Write buf at the file's position, however many writes it takes."""
     while len(buf):
-        buf = buf[os.write(fd, buf):]
+        n = os.write(fd, buf)
+        if n <= 0:
+            raise OSError("a temporary file took no more bytes")
+        buf = buf[n:]
 
 
 def write(prog: Program, heap: int, out: IO[bytes], include_unreachable: bool = False,

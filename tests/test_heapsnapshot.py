@@ -1319,3 +1319,27 @@ def test_full_disk_writes_the_same_bytes(room, tmp_path, monkeypatch):
     assert files[0] == files[1]
     json.loads(files[1])
     assert not list(tmp_path.iterdir())
+
+
+def test_full_disk_for_the_file_is_said(tmp_path):
+    """Where FILE itself cannot be written to its end (no file may grow past
+    1 MB: a full disk), the command says so in one line and fails, and
+    neither FILE nor a part of it is left in its folder."""
+    import resource
+    import signal
+    version = "24.21.0"
+
+    def small() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # (EFBIG instead)
+        resource.setrlimit(resource.RLIMIT_FSIZE,
+                           (1 << 20, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    out = tmp_path / "leak.heapsnapshot"
+    p = subprocess.run([sys.executable, "-m", "v8dbg", "jsheapsnapshot", "-o", str(out),
+                        "--core", str(leak(version) / "core"),
+                        "--binary", str(node_binary(version))],
+                       capture_output=True, cwd=ROOT, timeout=600, preexec_fn=small)
+    err = p.stderr.decode().strip().splitlines()
+    assert p.returncode != 0 and err[-1] == \
+        f"v8dbg: -o {out}: File too large: no file written", err
+    assert not list(tmp_path.iterdir())

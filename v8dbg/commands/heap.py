@@ -8,6 +8,7 @@ All of them start from one census of the heap (heap/census.py), kept in
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import time
 
@@ -414,8 +415,8 @@ def _jsretainers(p: argparse.ArgumentParser):
          "Write the isolate's heap as the .heapsnapshot file this node line's V8 writes "
          "(v8.writeHeapSnapshot()), for Chrome DevTools' Memory tab (Load) or memlab. Only "
          "what a GC root reaches is written, as V8 collects garbage first. The file is "
-         "written under a temporary name and renamed when complete: an interrupted run "
-         "leaves no partial file.")
+         "written under a temporary name and renamed when complete: an interrupted run, "
+         "or one whose disk fills, leaves no partial file.")
 def _jsheapsnapshot(p: argparse.ArgumentParser):
     p.add_argument("-o", dest="output", metavar="FILE", required=True,
                    help="the file to write (`-` for standard output)")
@@ -452,9 +453,15 @@ def _jsheapsnapshot(p: argparse.ArgumentParser):
                     fh = open(tmp, "wb")
                 except OSError as e:
                     raise V8DbgError(f"-o {args.output}: {e.strerror}") from None
-                with fh:
-                    w = snapshot.write(prog, iso.heap, fh, args.include_unreachable, line,
-                                       spill_dir=os.path.dirname(path))
+                try:
+                    with fh:
+                        w = snapshot.write(prog, iso.heap, fh, args.include_unreachable, line,
+                                           spill_dir=os.path.dirname(path))
+                except OSError as e:
+                    if e.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+                        raise
+                    # (A full disk or a file size limit: the part written goes below.)
+                    raise V8DbgError(f"-o {args.output}: {e.strerror}: no file written") from None
                 os.replace(tmp, path)
                 tmp = None
         finally:

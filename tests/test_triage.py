@@ -281,11 +281,13 @@ def test_missing_binary_found_in_binary_dir(fleet) -> None:
     assert w.startswith(f"warning: {stripped}/node is stripped"), w
 
 
-def test_object_store_url(fleet) -> None:
+def test_object_store_url(fleet, tmp_path, monkeypatch) -> None:
     """A core in a file system that is not local (fsspec's in-memory one,
     standing in for an object store none of which this machine reaches): it
     is listed from its directory URL, copied to the reading process and read
-    there, and the copy removed."""
+    there, and the copy removed. The copy goes to a temporary directory of
+    this test's own, since tests run side by side (pip's, for one) put
+    theirs in the shared one."""
     fsspec = pytest.importorskip("fsspec")
     sys.path.insert(0, str(ROOT))
     import tempfile
@@ -300,12 +302,22 @@ def test_object_store_url(fleet) -> None:
         found = sources.find(["memory://v8dbg-test/cores/", "memory://v8dbg-test/none"])
         assert found.cores == ["memory:///v8dbg-test/cores/core.1"], found
         assert found.problems == [("memory://v8dbg-test/none", "not found")]
-        before = set(os.listdir(tempfile.gettempdir()))
+        own = tmp_path / "tmp"
+        own.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(own))
+        made = []
+        mkstemp = tempfile.mkstemp
+
+        def counted(*a, **k):
+            made.append(mkstemp(*a, **k))
+            return made[-1]
+        monkeypatch.setattr(tempfile, "mkstemp", counted)
         r = crash_of(found.cores[0])
         assert isinstance(r, CoreCrash), r
         assert r.signature == sig and r.node_version == f"v{v}"
         assert [(f.function, f.script, f.line) for f in r.frames] == top
-        assert set(os.listdir(tempfile.gettempdir())) - before == set()
+        assert len(made) == 1 and Path(made[0][1]).parent == own, made
+        assert os.listdir(own) == []
     finally:
         mem.rm("/v8dbg-test", recursive=True)
 

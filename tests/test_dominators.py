@@ -299,3 +299,28 @@ def test_sets_in_pieces_give_the_same_sizes(monkeypatch):
         monkeypatch.setattr(D, "SET_PIECE", piece)
         assert (D.set_retained(t, members, group) == want).all(), piece
     assert want.sum() > 0 and len(want) == 60
+
+
+def test_retained_sizes_wait_in_a_file(monkeypatch):
+    """Once summed, the retained sizes (8 bytes a node) wait in a temporary
+    file's pages while the preorder's arrays are made, and are placed by
+    node from there: the same sizes as when they stay in memory (a real
+    heap: node 24's mixed one)."""
+    from v8dbg.heap import mapped
+    snap = heapsnapshot.read(mixed_snapshot("24.21.0"))
+    sizes = np.random.default_rng(5).integers(1, 1000, len(snap.ids)).astype(np.uint64)
+    aside = D._aside
+    put: list = []
+
+    def kept(np_, a):
+        out = aside(np_, a)
+        put.append((a.dtype, len(a), mapped._mapping(out) is not None))
+        assert (out == a).all()
+        return out
+    monkeypatch.setattr(D, "_aside", kept)
+    t = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, sizes)
+    assert put == [(np.uint64, len(snap.ids), True)], put
+    monkeypatch.setattr(D, "_aside", lambda np_, a: a)
+    u = D.retained_sizes(snap.first_edge, snap.edge_to, snap.edge_type, sizes)
+    assert (t.retained == u.retained).all() and (t.tin == u.tin).all()
+    assert t.retained.dtype == np.uint64 and mapped._mapping(t.retained) is None

@@ -540,10 +540,23 @@ TREE_PIECE = 1 << 17
 
 def _by_node(np, order, by_number, dtype):
     """An array by node of what `by_number` holds by number, a piece at a time
-    (no index array of 64 bits as long as all)."""
+    (no index array of 64 bits as long as all; where `by_number` is a
+    file's, each piece's pages let go once read)."""
     out = np.empty(len(order), dtype)
     for a in range(0, len(order), TREE_PIECE):
         out[order[a:a + TREE_PIECE]] = by_number[a:a + TREE_PIECE]
+        mapped.drop(by_number)
+    return out
+
+
+def _aside(np, a):
+    """`a` copied into a temporary file's pages, let go from this process
+    (mapped.py), and its memory freed: for an array a later step reads once
+    through, while others are made in its place."""
+    out = mapped.file_array(np, len(a), a.dtype)
+    for k in range(0, len(a), TREE_PIECE):
+        out[k:k + TREE_PIECE] = a[k:k + TREE_PIECE]
+    mapped.drop(out)
     return out
 
 
@@ -726,6 +739,10 @@ def _wide_tree(np, edges: list, sizes, root: int = 0, whole: bool = True) -> Dom
     # before its first sibling; a piece of children at a time (no temporary
     # as long as all), the count at the start of the last parent's children
     # carried into the next piece.
+    # The sums are done: the retained sizes (8 bytes a node) wait in a
+    # temporary file's pages until placed by node, and the preorder's arrays
+    # take their place.
+    ret = _aside(np, ret)
     off = np.zeros(n, np.int32)
     total = start = 0
     for a in range(0, len(kids), TREE_PIECE):

@@ -202,9 +202,10 @@ def find_heaps(prog: Program, lay: _Layout) -> dict[int, list[Page]]:
     read_only = _read_only(backend, [p for p in cands if not p.heap])
     for p in read_only:
         # The space is shrunk to what it holds once made: its page's tail
-        # past the mapping is not there.
+        # past the mapping is not there. (A whole word: a truncated core
+        # may end within one, and pages are read as words.)
         i = bisect.bisect_right(reg_starts, p.start) - 1
-        p.end = min(p.end, regs[i][1])
+        p.end = min(p.end, regs[i][1] & ~7)
     cands = [p for p in cands if p.heap]
     if not cands:
         raise V8DbgError("found no V8 heap pages in the target's memory"

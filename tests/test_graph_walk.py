@@ -63,6 +63,9 @@ def test_one_walk_same_census_and_graph(version, fixture, monkeypatch) -> None:
     two_census = census.of(prog2, heap)  # the census first, then the graph's own walk
     two = graph.build(prog2, heap)
     assert _census_fields(one_census) == _census_fields(two_census)
+    # (Either way the addresses wait in a file's pages: census._aside.)
+    for c in (one_census, two_census):
+        assert all(type(s.addresses) is memoryview for s in c.maps.values() if s.count)
     for name in ARRAYS:
         a, b = getattr(one, name), getattr(two, name)
         assert a.dtype == b.dtype and a.shape == b.shape and bool((a == b).all()), name

@@ -71,3 +71,27 @@ def test_no_file_no_room(monkeypatch, tmp_path) -> None:
 def test_small_counts(count: int, tmp_path) -> None:
     a = mapped.file_array(np, count, np.uint8, str(tmp_path))
     assert len(a) == count
+
+
+def test_census_addresses_aside(monkeypatch) -> None:
+    """The census's addresses go to one file's pages, each map's a view of
+    its part that reads as the array did (Python ints, in order), its pages
+    let go; where no file can be made, the arrays stay as they are."""
+    from array import array
+
+    from v8dbg.heap import census
+    acc = {0x1000: array("Q", range(100, 5000, 3)), 0x2000: array("Q"),
+           0x3000: array("Q", [2**64 - 1, 7])}
+    want = {m: list(a) for m, a in acc.items()}
+    got = census._aside(np, acc)
+    assert not acc and list(got) == list(want)
+    for m, v in got.items():
+        assert mapped._mapping(v.obj) is not None, hex(m)  # (a view of a file array)
+        assert list(v) == want[m] and len(v) == len(want[m])
+        assert all(type(x) is int for x in v)
+    assert got[0x3000][0] == 2**64 - 1 and list(got[0x1000][:2]) == [100, 103]
+    monkeypatch.setattr(os, "posix_fallocate",
+                        lambda fd, off, size: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    acc = {0x1000: array("Q", [1, 2])}
+    kept = census._aside(np, dict(acc))
+    assert type(kept[0x1000]) is array and list(kept[0x1000]) == [1, 2]

@@ -11,12 +11,13 @@ from __future__ import annotations
 import time
 from array import array
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import V8DbgError
 from ..interrupt import check_interrupted
 from ..v8.pages import (MAX_LAB_SEARCH_BYTES, MAX_LAB_SEARCHES, Page, _Layout, _numpy, _plan,
                         find_pages, labs_at)
+from . import mapped
 from .walk import NumpyPages, Walker, _code_owners, page_objects, walk_page
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ class MapStats:
     instance_type: int
     size: int = 0  # bytes of all objects
     count: int = 0
-    addresses: array | None = None
+    addresses: Any = None  # array('Q'), or a memoryview of a file's pages (`_aside`)
 
 
 @dataclass
@@ -143,6 +144,8 @@ def scan(prog: Program, heap: int | None = None, progress=None,
     for k in sorted(records):
         merge(records.pop(k))
     damaged = [a for _, a in sorted(damaged)]  # (in page order)
+    if np is not None:
+        acc = _aside(np, acc)
     # In map-address order, so every front end lists (and picks representatives) alike.
     stats: dict[int, MapStats] = {}
     for m in sorted(acc):
@@ -158,6 +161,32 @@ def scan(prog: Program, heap: int | None = None, progress=None,
         prog.heap_state.census[heap] = c
     prog.heap_state.walker = w
     return c
+
+
+def _aside(np, acc: dict[int, array]) -> dict[int, Any]:
+    """The census's addresses (8 bytes a JS object), every map's in one
+    temporary file's pages (heap/mapped.py), each map's a memoryview of
+    its part: the census is kept for as long as the target does not run
+    on, beside every later phase's arrays, and its addresses are read only
+    now and then (a row's members, the graph's lookups); resident only then.
+    Where no such file can be made, kept as they are."""
+    total = sum(len(a) for a in acc.values())
+    if not total:
+        return acc
+    out = mapped.file_array(np, total, np.uint64)
+    if mapped._mapping(out) is None:
+        return acc
+    view = memoryview(out)
+    got: dict[int, Any] = {}
+    at = 0
+    for m in list(acc):
+        a = acc.pop(m)
+        k = len(a)
+        out[at:at + k] = np.frombuffer(a, np.uint64)
+        got[m] = view[at:at + k]
+        at += k
+    mapped.drop(out)
+    return got
 
 
 def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:

@@ -73,23 +73,32 @@ def test_small_counts(count: int, tmp_path) -> None:
     assert len(a) == count
 
 
-def test_census_addresses_aside(monkeypatch) -> None:
-    """The census's addresses go to one file's pages, each map's a view of
-    its part that reads as the array did (Python ints, in order), its pages
+def test_census_addresses_aside(monkeypatch, tmp_path) -> None:
+    """The census's addresses go to one file's pages (in the directory
+    given: jsheapsnapshot's, beside its FILE), each map's a view of its
+    part that reads as the array did (Python ints, in order), its pages
     let go; where no file can be made, the arrays stay as they are."""
     from array import array
 
-    from v8dbg.heap import census
+    from v8dbg.heap import census, groups
     acc = {0x1000: array("Q", range(100, 5000, 3)), 0x2000: array("Q"),
            0x3000: array("Q", [2**64 - 1, 7])}
     want = {m: list(a) for m, a in acc.items()}
-    got = census._aside(np, acc)
+    got = census._aside(np, acc, str(tmp_path))
+    with open("/proc/self/maps") as f:
+        assert f"{tmp_path}/#" in f.read(), "the file is not in the directory given"
     assert not acc and list(got) == list(want)
     for m, v in got.items():
         assert mapped._mapping(v.obj) is not None, hex(m)  # (a view of a file array)
         assert list(v) == want[m] and len(v) == len(want[m])
         assert all(type(x) is int for x in v)
     assert got[0x3000][0] == 2**64 - 1 and list(got[0x1000][:2]) == [100, 103]
+    # A row of several maps' objects: their addresses joined, views or arrays.
+    row = groups.Group("Session", [], maps=[0x1000, 0x3000, 0x4000],
+                       dict_members={0x4000: array("Q", [5, 6])})
+    monkeypatch.setattr(groups, "live_maps", lambda prog, heap: [
+        census.MapStats(m, 0, 0, len(v), v) for m, v in got.items()])
+    assert list(groups.members(None, 0, row)) == want[0x1000] + want[0x3000] + [5, 6]
     monkeypatch.setattr(os, "posix_fallocate",
                         lambda fd, off, size: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
     acc = {0x1000: array("Q", [1, 2])}

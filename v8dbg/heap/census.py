@@ -50,7 +50,7 @@ class Census:
 
 
 def scan(prog: Program, heap: int | None = None, progress=None,
-         use_numpy: bool | None = None, objects=None) -> Census:
+         use_numpy: bool | None = None, objects=None, where: str | None = None) -> Census:
     """The census of one isolate's heap; cached on the program until it runs again.
 
     With `objects` (and NumPy), each page's walk keeps every object it
@@ -145,7 +145,7 @@ def scan(prog: Program, heap: int | None = None, progress=None,
         merge(records.pop(k))
     damaged = [a for _, a in sorted(damaged)]  # (in page order)
     if np is not None:
-        acc = _aside(np, acc)
+        acc = _aside(np, acc, where)
     # In map-address order, so every front end lists (and picks representatives) alike.
     stats: dict[int, MapStats] = {}
     for m in sorted(acc):
@@ -163,17 +163,18 @@ def scan(prog: Program, heap: int | None = None, progress=None,
     return c
 
 
-def _aside(np, acc: dict[int, array]) -> dict[int, Any]:
+def _aside(np, acc: dict[int, array], where: str | None = None) -> dict[int, Any]:
     """The census's addresses (8 bytes a JS object), every map's in one
     temporary file's pages (heap/mapped.py), each map's a memoryview of
     its part: the census is kept for as long as the target does not run
     on, beside every later phase's arrays, and its addresses are read only
     now and then (a row's members, the graph's lookups); resident only then.
-    Where no such file can be made, kept as they are."""
+    The file is in `where` (else the system's temporary directory); where
+    no such file can be made, they are kept as they are."""
     total = sum(len(a) for a in acc.values())
     if not total:
         return acc
-    out = mapped.file_array(np, total, np.uint64)
+    out = mapped.file_array(np, total, np.uint64, where)
     if mapped._mapping(out) is None:
         return acc
     view = memoryview(out)
@@ -206,10 +207,11 @@ def object_starts(prog: Program, p: Page) -> list[tuple[int, int, int]]:
     return out
 
 
-def of(prog: Program, heap: int, progress=None, objects=None) -> Census:
+def of(prog: Program, heap: int, progress=None, objects=None, where: str | None = None) -> Census:
     """The census of one isolate's heap, taken once per target state; an error
-    when the heap holds no readable object at all. `objects`: see `scan`."""
-    c = scan(prog, heap, progress, objects=objects)
+    when the heap holds no readable object at all. `objects`, `where`: see
+    `scan` and `_aside`."""
+    c = scan(prog, heap, progress, objects=objects, where=where)
     if not c.total_objects:
         raise V8DbgError(f"no live V8 heap object could be read ({len(c.pages)} heap pages "
                          "found): the heap in this target is unreadable or damaged")

@@ -554,9 +554,11 @@ def _aside(np, a):
     (mapped.py), and its memory freed: for an array a later step reads once
     through, while others are made in its place."""
     out = mapped.file_array(np, len(a), a.dtype)
+    if mapped._mapping(out) is None:
+        return a  # (no file could be made: nothing to gain by a copy)
     for k in range(0, len(a), TREE_PIECE):
         out[k:k + TREE_PIECE] = a[k:k + TREE_PIECE]
-    mapped.drop(out)
+        mapped.drop(out)  # (each piece written: not both whole at once)
     return out
 
 

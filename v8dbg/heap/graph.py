@@ -435,7 +435,7 @@ def build(prog: Program, heap: int, progress=None, where: str | None = None) -> 
     done = 0
     if heap not in st.census and not no_bulk:
         # One walk for the census and the nodes: the census's own.
-        c = census.of(prog, heap, _Halved(progress), objects)
+        c = census.of(prog, heap, _Halved(progress), objects, where)
         done = sum(p.end - p.start for p in c.pages)
     c = census.of(prog, heap)
     w = st.walker

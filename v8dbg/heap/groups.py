@@ -132,7 +132,8 @@ def members(prog: Program, heap: int, g: Group) -> list[int] | array:
         return parts[0]
     out = array("Q")
     for part in parts:
-        out.extend(part)
+        # (Bytes copied: a part is an array of 8-byte items, or a view of one.)
+        out.frombytes(memoryview(part).cast("B"))
     return out
 
 

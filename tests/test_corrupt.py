@@ -516,7 +516,19 @@ def test_core_cut_within_a_word(version: str, tmp_path) -> None:
     core = tmp_path / "core"
     _copy(orig, core)
     os.truncate(core, seg.offset + at - seg.vaddr)
-    for cmd in ("findjsobjects --json", "jsheapsnapshot -o " + str(tmp_path / "out.heapsnapshot")):
+    snap = tmp_path / "out.heapsnapshot"
+    for cmd in ("findjsobjects --json", f"jsheapsnapshot -o {snap}"):
         rc, out, _ = run_one_cli(core, binary, cmd)
-        assert "internal error" not in out and "Traceback" not in out, out
+        assert check_output(cmd, out, f"cli {version} cut in a word", rc) == "ok", out
         assert re.search(r"^v8dbg: warning: .*truncated", out, re.M), out
+    assert json_line(run_one_cli(core, binary, "findjsobjects --json")[1],
+                     "findjsobjects")["groups"]
+    assert snap.stat().st_size > 100_000
+    # The cut page itself, among the heap's pages found before the cut: read
+    # up to its last whole word.
+    from v8dbg.heap.walk import Walker
+    cut, _ = core_program(core, version)
+    page = next(p for p in read_only_pages(cut, _Layout(cut)) if p.start == ro.start)
+    assert page.end == at - 5 and page.end % 8 == 0, (hex(page.end), hex(at))
+    assert Walker(cut, cut.heap).read_page(page) is not None
+    assert any(ps for ps in cut.heap_state.heaps.values())

@@ -171,22 +171,18 @@ def _aside(np, acc: dict[int, array], where: str | None = None) -> dict[int, Any
     now and then (a row's members, the graph's lookups); resident only then.
     The file is in `where` (else the system's temporary directory); where
     no such file can be made, they are kept as they are."""
-    total = sum(len(a) for a in acc.values())
-    if not total:
+    if not any(len(a) for a in acc.values()):
         return acc
-    out = mapped.file_array(np, total, np.uint64, where)
-    if mapped._mapping(out) is None:
+    out = mapped.aside(np, list(acc.values()), np.uint64, where)
+    if out is None:
         return acc
     view = memoryview(out)
     got: dict[int, Any] = {}
     at = 0
     for m in list(acc):
-        a = acc.pop(m)
-        k = len(a)
-        out[at:at + k] = np.frombuffer(a, np.uint64)
+        k = len(acc.pop(m))
         got[m] = view[at:at + k]
         at += k
-    mapped.drop(out)
     return got
 
 

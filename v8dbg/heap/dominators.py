@@ -550,16 +550,10 @@ def _by_node(np, order, by_number, dtype):
 
 
 def _aside(np, a):
-    """`a` copied into a temporary file's pages, let go from this process
-    (mapped.py), and its memory freed: for an array a later step reads once
-    through, while others are made in its place."""
-    out = mapped.file_array(np, len(a), a.dtype)
-    if mapped._mapping(out) is None:
-        return a  # (no file could be made: nothing to gain by a copy)
-    for k in range(0, len(a), TREE_PIECE):
-        out[k:k + TREE_PIECE] = a[k:k + TREE_PIECE]
-        mapped.drop(out)  # (each piece written: not both whole at once)
-    return out
+    """`a` in a temporary file's pages (mapped.aside), its memory freed by
+    the caller's letting go of it; `a` itself where no file can be made."""
+    out = mapped.aside(np, [a], a.dtype)
+    return a if out is None else out
 
 
 def _by_number(np, sizes, order):

@@ -43,6 +43,32 @@ def file_array(np, count: int, dtype, where: str | None = None) -> Any:
     return np.zeros(int(count), dtype=dtype)
 
 
+def aside(np, parts: list, dtype, where: str | None = None) -> Any:
+    """`parts` (arrays of `dtype`, or buffers of its items) one after another
+    in one new file array, each piece's pages let go once written: for what
+    is held long but read seldom (the census's addresses) or read once
+    later (the dominator tree's sums), while other arrays are made in its
+    place. None where no file can be made (nothing to gain by a copy in
+    memory)."""
+    total = sum(len(a) for a in parts)
+    out = file_array(np, total, dtype, where)
+    if _mapping(out) is None:
+        return None
+    at = 0
+    for a in parts:
+        a = np.frombuffer(a, dtype) if not isinstance(a, np.ndarray) else a
+        for k in range(0, len(a), PIECE):
+            b = a[k:k + PIECE]
+            out[at:at + len(b)] = b
+            at += len(b)
+            drop(out)
+    return out
+
+
+# Items `aside` copies at a time: its pages let go after each.
+PIECE = 1 << 17
+
+
 def _mapping(a: Any) -> mmap.mmap | None:
     while a is not None and hasattr(a, "base") and not isinstance(a, (memoryview, mmap.mmap)):
         a = a.base

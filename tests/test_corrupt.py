@@ -50,6 +50,7 @@ import os
 import random
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -502,27 +503,45 @@ def test_core_cut_within_a_word(version: str, tmp_path) -> None:
     """A core that ends within a word of the read-only space's page (a
     disk that filled while the kernel wrote it ends anywhere): that page
     is walked up to its last whole word. (The cut of trunc10 fell so on
-    one core in ten or so, by its size: this one always does.)"""
+    one core in ten or so, by its size: this one always does.) The
+    segment holding that page is moved to the end of the file before the
+    cut, so the heap's other pages survive wherever the kernel put them."""
     sys.path.insert(0, str(ROOT))
     from support import core_program
-    from v8dbg.inferior.elf import ElfFile
     from v8dbg.v8.pages import _Layout, read_only_pages
     orig, binary = damaged(version, "intact")
     prog, _ = core_program(orig, version)
     ro = max(read_only_pages(prog, _Layout(prog)), key=lambda p: p.end - p.start)
     at = ro.start + (ro.end - ro.start) // 2 // 8 * 8 + 5
-    seg = next(s for s in ElfFile(str(orig)).segments
-               if s.type == 1 and s.vaddr <= at < s.vaddr + s.filesz)
     core = tmp_path / "core"
     _copy(orig, core)
-    os.truncate(core, seg.offset + at - seg.vaddr)
+    with open(core, "r+b") as f:
+        phoff, = struct.unpack_from("<Q", f.read(64), 0x20)
+        f.seek(0x36)
+        phentsize, phnum = struct.unpack("<HH", f.read(4))
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+        # (p_type, p_offset, p_vaddr, p_filesz) of each program header.
+        heads = [struct.unpack_from("<I4xQQ8xQ", table, i * phentsize) for i in range(phnum)]
+        i = next(i for i, (kind, _, va, fs) in enumerate(heads)
+                 if kind == 1 and va <= at < va + fs)
+        _, offset, vaddr, filesz = heads[i]
+        end = f.seek(0, os.SEEK_END)
+        moved = (end + 4095) // 4096 * 4096
+        f.seek(offset)
+        data = f.read(filesz)
+        f.seek(moved)
+        f.write(data)
+        f.seek(phoff + i * phentsize + 8)
+        f.write(struct.pack("<Q", moved))
+        f.truncate(moved + at - vaddr)
     snap = tmp_path / "out.heapsnapshot"
     for cmd in ("findjsobjects --json", f"jsheapsnapshot -o {snap}"):
         rc, out, _ = run_one_cli(core, binary, cmd)
         assert check_output(cmd, out, f"cli {version} cut in a word", rc) == "ok", out
         assert re.search(r"^v8dbg: warning: .*truncated", out, re.M), out
-    assert json_line(run_one_cli(core, binary, "findjsobjects --json")[1],
-                     "findjsobjects")["groups"]
+        if cmd.startswith("findjsobjects"):
+            assert json_line(out, "findjsobjects")["groups"], out
     assert snap.stat().st_size > 100_000
     # The cut page itself, among the heap's pages found before the cut: read
     # up to its last whole word.

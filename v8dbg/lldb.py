@@ -108,7 +108,7 @@ class LldbBackend:
     def threads(self) -> list[ThreadInfo]:
         out = []
         pid = self.process.GetProcessID()
-        core = None if self.live else _find_core_file(pid)
+        core = None if self.live else _find_core_file(self.process)
         for i in range(self.process.GetNumThreads()):
             t = self.process.GetThreadAtIndex(i)
             name = t.GetName()
@@ -131,7 +131,7 @@ class LldbBackend:
             if self.live:
                 self._maps = proc_maps(pid)
             else:
-                path = _find_core_file(pid)
+                path = _find_core_file(self.process)
                 self._maps = core_mappings(path) if path else self._module_mappings()
         return self._maps
 
@@ -154,7 +154,7 @@ class LldbBackend:
         """The core file lldb has open (the census reads whole pages from it)."""
         if self.live:
             return None
-        return _find_core_file(self.process.GetProcessID())
+        return _find_core_file(self.process)
 
     def regions(self) -> list[tuple[int, int]]:
         """Readable memory regions as lldb reports them (core segments or live maps)."""
@@ -173,7 +173,7 @@ class LldbBackend:
             pid = self.process.GetProcessID()
             if self.live:
                 return proc_regions(pid)
-            path = _find_core_file(pid)
+            path = _find_core_file(self.process)
             return core_regions(path) if path else []
         return out
 
@@ -184,7 +184,7 @@ class LldbBackend:
         """node as the core names it, found as the standalone reader finds it."""
         if self.live:
             return None
-        core = _find_core_file(self.process.GetProcessID())
+        core = _find_core_file(self.process)
         return binary_named_by(core) if core else None
 
     def binary_from_core(self) -> str | None:
@@ -246,8 +246,12 @@ def _registers_of(thread):
     return load
 
 
-def _find_core_file(pid: int) -> str | None:
-    """The core file this lldb has open for process `pid` (lldb 16 cannot name it)."""
+def _find_core_file(process) -> str | None:
+    """The core file this lldb has open for `process` (lldb 16 cannot name it).
+    Of several cores of one pid (another opened before, in one lldb), the one
+    whose first thread is where lldb's first thread is."""
+    pid = process.GetProcessID()
+    found = []
     cands: list[str] = []
     try:
         for fd in os.listdir("/proc/self/fd"):
@@ -281,11 +285,21 @@ def _find_core_file(pid: int) -> str | None:
             continue
         try:
             from .inferior.corefile import CoreBackend
-            if CoreBackend(path).pid() == pid:
-                return path
+            core = CoreBackend(path)
+            if core.pid() == pid:
+                found.append((path, core))
         except V8DbgError:
             continue
-    return None
+    if len(found) > 1:
+        first = process.GetThreadAtIndex(0)
+        where = (first.GetThreadID(), first.GetFrameAtIndex(0).GetPC(),
+                 first.GetFrameAtIndex(0).GetSP())
+        for path, core in found:
+            threads = core.threads()
+            regs = threads[0].regs if threads else None
+            if regs is not None and (threads[0].tid, regs.rip, regs.rsp) == where:
+                return path
+    return found[0][0] if found else None
 
 
 def _check_cores_named() -> None:
@@ -347,10 +361,7 @@ _backend: list = []
 
 
 def _factory():
-    t = _target()
-    p = t.GetProcess()
-    # `target modules add` changes which library files v8dbg should read.
-    key = (t.GetExecutable().fullpath, p.GetProcessID(), p.GetStopID(), t.GetNumModules())
+    key = _target_key()
     if not _backend or _backend[0][0] != key:
         _backend[:] = [(key, LldbBackend())]
     return _backend[0][1]
@@ -362,9 +373,13 @@ SESSION = Session(_factory, evaluate=_evaluate,
 
 
 def _target_key():
+    """What names the target's state: a second core of the same node (in a
+    container its pid is often the same, 1) is another process to lldb;
+    `target modules add` changes which library files v8dbg should read."""
     t = _target()
     p = t.GetProcess()
-    return (t.GetExecutable().fullpath, p.GetProcessID(), p.GetStopID(), t.GetNumModules())
+    return (t.GetExecutable().fullpath, p.GetUniqueID(), p.GetProcessID(), p.GetStopID(),
+            t.GetNumModules())
 
 
 lldb_bt.use(BtFrames(SESSION, _target_key))

@@ -173,8 +173,9 @@ def test_running_process_is_named_as_such(debugger: str) -> None:
                 argv += ["-o", each(c)]
             # lldb -b kills a process still attached when it quits: detach from
             # the running process (lldb halts it first, then lets it go) and wait
-            # until lldb has seen it detached. (An interrupt, a wait for the stop
-            # and a synchronous detach hung lldb in one CI run.)
+            # until lldb has seen it detached. (With an interrupt, a wait for the
+            # stop and a synchronous detach, one CI run's lldb printed nothing
+            # after echoing the detach, not even the wait's result.)
             argv += ["-o", "process detach", "-o", f"script {until_state('eStateDetached')}"]
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=RUNNING_BOUND,

@@ -246,12 +246,25 @@ def _registers_of(thread):
     return load
 
 
+_core_files: dict[int, str | None] = {}  # lldb's unique id of a process -> its core
+
+
 def _find_core_file(process) -> str | None:
-    """The core file this lldb has open for `process` (lldb 16 cannot name it).
-    Of several cores of one pid (another opened before, in one lldb), the one
-    whose first thread is where lldb's first thread is."""
+    """The core file this lldb has open for `process` (lldb 16 cannot name it),
+    looked for once per process."""
+    key = process.GetUniqueID()
+    if key not in _core_files:
+        _core_files[key] = _search_core_file(process)
+    return _core_files[key]
+
+
+def _search_core_file(process) -> str | None:
+    """Among the files this lldb has open or was given, the core of `process`:
+    the one of its pid; of several of one pid (containers), the one whose
+    first thread is where lldb's first thread is, and none if that is not
+    exactly one (a wrong core would be read as if it were the right one)."""
+    from .inferior.corefile import CoreBackend
     pid = process.GetProcessID()
-    found = []
     cands: list[str] = []
     try:
         for fd in os.listdir("/proc/self/fd"):
@@ -271,6 +284,7 @@ def _find_core_file(process) -> str | None:
         pass
     for arg in _cmdline():
         cands.append(os.path.abspath(arg))
+    found: list[tuple[str, tuple[int, int, int] | None]] = []
     seen = set()
     for path in cands:
         if path in seen or not path.startswith("/") or not os.path.isfile(path):
@@ -283,23 +297,25 @@ def _find_core_file(process) -> str | None:
             continue
         if head[:4] != b"\x7fELF" or struct.unpack_from("<H", head, 16)[0] != 4:
             continue
+        core = None
         try:
-            from .inferior.corefile import CoreBackend
             core = CoreBackend(path)
             if core.pid() == pid:
-                found.append((path, core))
+                threads = core.threads()
+                regs = threads[0].regs if threads else None
+                found.append((path, (threads[0].tid, regs.rip, regs.rsp) if regs else None))
         except V8DbgError:
             continue
-    if len(found) > 1:
-        first = process.GetThreadAtIndex(0)
-        where = (first.GetThreadID(), first.GetFrameAtIndex(0).GetPC(),
-                 first.GetFrameAtIndex(0).GetSP())
-        for path, core in found:
-            threads = core.threads()
-            regs = threads[0].regs if threads else None
-            if regs is not None and (threads[0].tid, regs.rip, regs.rsp) == where:
-                return path
-    return found[0][0] if found else None
+        finally:
+            if core is not None:
+                core.close()
+    if len(found) <= 1:
+        return found[0][0] if found else None
+    first = process.GetThreadAtIndex(0)
+    frame = first.GetFrameAtIndex(0)
+    where = (first.GetThreadID(), frame.GetPC(), frame.GetSP())
+    same = [path for path, at in found if at == where]
+    return same[0] if len(same) == 1 else None
 
 
 def _check_cores_named() -> None:

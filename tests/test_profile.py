@@ -194,7 +194,7 @@ class Stopped:
 # Twice the default rate: ~1600 samples in the same time, so a share near
 # half has noise of ~1.25 points and the 5-point tolerance is 4 of them (at
 # 99 Hz, ~1.8 points: by that noise alone about one suite run in twenty would
-# fail a comparison, as one CI run did).
+# fail a comparison).
 RATE_SHARES = 199
 CPU_SHARES = 8.0  # seconds of the target's CPU time sampled
 WALL_CAP_SHARES = 60.0  # seconds at most, however busy the machine

@@ -2,7 +2,8 @@
 symbol index, so the next command does not scan again: here the builtins'
 names (a third of a `jsstack` from the command line). The cached names are
 V8's own: every `Builtins_*` symbol of the official binary, in the table's
-order; a cache file that is damaged is scanned again, never trusted."""
+order; a cache file that is damaged (not what the scan would accept) is
+scanned again, never trusted."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def test_builtin_names_kept_and_read_back(version: str, tmp_path, monkeypatch) -
 
     # Damaged: scanned again and rewritten.
     for bad in ("{not json", json.dumps({"names": [1, 2]}), json.dumps({"names": []}),
-                json.dumps([])):
+                json.dumps([]), json.dumps({"names": names + names[:1]}),
+                json.dumps({"names": [n for n in names if n != "InterpreterEntryTrampoline"]}),
+                json.dumps({"names": names[:-1] + ["not a name"]})):
         kept[0].write_text(bad)
         assert embedded.builtin_names(_fresh(binary), size) == names, bad
         assert json.loads(kept[0].read_text()) == {"names": names}

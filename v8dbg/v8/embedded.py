@@ -84,8 +84,9 @@ def builtin_names(binary: ElfFile, entry_size: int) -> list[str] | None:
     doc = binary.side_cache(kind)
     if isinstance(doc, dict) and "names" in doc:
         names = doc["names"]
-        if names is None or (isinstance(names, list) and names
-                             and all(isinstance(n, str) for n in names)):
+        # (None: the scan found no table in this binary; kept so as not to scan again.)
+        if names is None or (isinstance(names, list)
+                             and all(isinstance(n, str) for n in names) and _plausible(names)):
             return names
     names = _scan_builtin_names(binary, entry_size)
     binary.keep_side_cache(kind, {"names": names})
@@ -136,11 +137,16 @@ def _scan_builtin_names(binary: ElfFile, entry_size: int) -> list[str] | None:
         if name is None:
             break
         names.append(name)
-    if len(names) >= _MAX_BUILTINS or len(set(names)) != len(names):
-        return None
-    if _ANCHOR.decode() not in names:
-        return None
-    return names
+    return names if _plausible(names) else None
+
+
+def _plausible(names: list[str]) -> bool:
+    """A whole table of builtin names: each an identifier, none twice, within
+    the cap, the one every line has among them (what the scan requires, and
+    a cached copy too)."""
+    return (0 < len(names) < _MAX_BUILTINS and len(set(names)) == len(names)
+            and _ANCHOR.decode() in names
+            and all(_IDENT.fullmatch(n.encode() + b"\0") for n in names))
 
 
 def _layouts(data: bytes, at: int, count: int, stride: int,

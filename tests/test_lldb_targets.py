@@ -53,7 +53,7 @@ def _with_pid(src: Path, dst: Path, pid: int) -> None:
                 at = desc + (descsz + 3) // 4 * 4
 
 
-def _same_pid_cores(tmp_path) -> tuple[Path, Path]:
+def _same_pid_cores(tmp_path) -> tuple[Path, Path, Path]:
     first = make_core(VERSION, "stack.js", ("--allow-natives-syntax",),
                       {"V8DBG_TIER": "interpreted"}) / "core"
     other = make_core(VERSION, "remote.js") / "core"
@@ -63,11 +63,11 @@ def _same_pid_cores(tmp_path) -> tuple[Path, Path]:
     second = tmp_path / "core"
     _with_pid(other, second, pid)
     assert CoreBackend(str(second)).pid() == pid != CoreBackend(str(other)).pid()
-    return first, second
+    return first, second, other
 
 
 def test_next_core_with_the_same_pid(tmp_path) -> None:
-    first, second = _same_pid_cores(tmp_path)
+    first, second, other = _same_pid_cores(tmp_path)
 
     node = str(node_binary(VERSION))
     half = len(MARK) // 2
@@ -79,8 +79,13 @@ def test_next_core_with_the_same_pid(tmp_path) -> None:
             "-o", mark, "-o", lldb_each("jsstack --json")]
     outs = _split(_run_debugger(args, 2, 300), 2)
     want = [run_cli(VERSION, c, ["jsstack --json"])[0] for c in (first, second)]
-    for got, exp, name in zip(outs, want, ("first", "second")):
+    # Each core's JS frames where V8's own Error().stack, written beside it,
+    # puts them (the second's from the copy's original); and the CLI's whole
+    # stack, native frames too.
+    from test_stack import compare
+    for got, exp, truth, name in zip(outs, want, (first, other), ("first", "second")):
         g, e = json_line(got, "jsstack"), json_line(exp, "jsstack")
+        compare(g, (truth.parent / "expected-stack.txt").read_text())
         assert [f.get("function") for f in g["frames"]] == \
             [f.get("function") for f in e["frames"]], (name, got[-3000:])
     assert json_line(outs[0])["frames"] != json_line(outs[1])["frames"]
@@ -135,7 +140,7 @@ def test_search_tells_same_pid_cores_apart(tmp_path) -> None:
     """Of two open cores of one pid, each found for the process lldb has,
     whichever was opened first; neither when lldb's first thread is at
     neither; and the search leaves no file open behind it."""
-    first, second = _same_pid_cores(tmp_path)
+    first, second, _ = _same_pid_cores(tmp_path)
     (tmp_path / "a").mkdir()
     a = tmp_path / "a" / "core"  # its own name (a symbolic link's fd names the target)
     try:

@@ -10,7 +10,15 @@ both are timed. On the core, v8dbg's `findjsobjects --retained` (census,
 heap graph, dominator tree, the rows' retained sizes) is timed in the CLI,
 with the peak RSS of each process, and the dominator tree alone.
 
+Both sides are timed alike, in fresh processes, --v8-runs and --runs times
+(3 each by default: each run's figures, then their medians): V8's writer in
+as many node processes, each making the same heap (the last one's core is
+the one v8dbg reads; the others exit once written); v8dbg on that core.
+One V8 run alone said little: its time varied by half from one process to
+the next on this machine.
+
 Usage: python3 bench/retained.py [--version 24.21.0] [--count 400000] [--no-devtools]
+                                 [--runs 3] [--v8-runs 3]
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -51,6 +60,7 @@ const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 fs.writeFileSync(path.join(out, 'snapshot.json'),
                  JSON.stringify({ seconds, cpu: (c1.user + c1.system) / 1e6,
                                   heap_total: hs.total_heap_size, heap_used: hs.used_heap_size }));
+if (process.env.V8DBG_NO_CORE) process.exit(0);  // (a run that only times V8's writer)
 process.abort();
 """
 
@@ -90,37 +100,77 @@ def timed(cmd: list[str], **kw) -> tuple[float, float, int, subprocess.Completed
             cmd, proc.returncode, out.read(), err.read())
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--version", default="24.21.0")
-    ap.add_argument("--count", type=int, default=400000)
-    ap.add_argument("--no-devtools", action="store_true")
-    args = ap.parse_args()
-    node = node_binary(args.version)
-    work = CACHE / "bench" / f"retained-{args.version}-{args.count}"
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    (work / "bench.js").write_text(SCRIPT.replace("COUNT", str(args.count)))
+def v8_writes(node: Path, work: Path, count: int, runs: int) -> list[dict]:
+    """V8's writer timed in `runs` fresh node processes, each making the same
+    heap (SCRIPT) and writing its snapshot, as v8dbg is timed in fresh
+    processes: the last one writes into `work` and leaves the core there,
+    the others into folders of their own (their snapshots removed once
+    measured) and exit. Each run's snapshot.json, with the process's peak
+    RSS (kB) as "rss" and its snapshot's size as "bytes"."""
 
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
-    subprocess.run([str(node), "--max-old-space-size=8192", "bench.js"], cwd=work, preexec_fn=limits,
-                   env=dict(os.environ, V8DBG_OUT=str(work)), capture_output=True)
+    script = work / "bench.js"
+    script.write_text(SCRIPT.replace("COUNT", str(count)))
+    got = []
+    for k in range(max(runs, 1)):
+        last = k == max(runs, 1) - 1
+        out = work if last else work / f"v8-run-{k + 1}"
+        out.mkdir(exist_ok=True)
+        env = dict(os.environ, V8DBG_OUT=str(out))
+        if not last:
+            env["V8DBG_NO_CORE"] = "1"
+        _, _, rss, _ = timed([str(node), "--max-old-space-size=8192", str(script)], cwd=out,
+                             preexec_fn=limits, env=env)
+        sj = json.loads((out / "snapshot.json").read_text())
+        sj["rss"] = rss
+        sj["bytes"] = (out / "bench.heapsnapshot").stat().st_size
+        if not last:
+            shutil.rmtree(out)
+        got.append(sj)
     core = work / "core"
     if not core.exists():
         cands = sorted(work.glob("core*"))
         if not cands:
             sys.exit("bench: no core written (ulimit -c, kernel.core_pattern)")
         cands[0].rename(core)
-    sj = json.loads((work / "snapshot.json").read_text())
-    snap_s, snap_cpu = sj["seconds"], sj["cpu"]
+    return got
+
+
+def v8_lines(runs: list[dict]) -> list[str]:
+    """Each V8 run's figures, then their medians where more than one."""
+    lines = [f"V8 writeHeapSnapshot() in a fresh process: {sj['seconds']:7.2f} s, "
+             f"CPU {sj['cpu']:6.2f} s, the process's peak RSS {sj['rss'] / 1024:.0f} MB; "
+             + heap_size(sj) for sj in runs]
+    if len(runs) > 1:
+        med = {k: statistics.median(sj[k] for sj in runs) for k in ("seconds", "cpu", "rss")}
+        lines.append(f"V8, median of {len(runs)} processes:        {med['seconds']:7.2f} s, "
+                     f"CPU {med['cpu']:6.2f} s, the process's peak RSS {med['rss'] / 1024:.0f} MB")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--version", default="24.21.0")
+    ap.add_argument("--count", type=int, default=400000)
+    ap.add_argument("--no-devtools", action="store_true")
+    ap.add_argument("--runs", type=int, default=3, help="v8dbg runs on the core (medians shown)")
+    ap.add_argument("--v8-runs", type=int, default=3,
+                    help="fresh node processes timing V8's writer (the last one's core is kept)")
+    args = ap.parse_args()
+    node = node_binary(args.version)
+    work = CACHE / "bench" / f"retained-{args.version}-{args.count}"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    v8 = v8_writes(node, work, args.count, args.v8_runs)
+    core = work / "core"
     snap = work / "bench.heapsnapshot"
     print(f"node {args.version}, {args.count} sessions: core {core.stat().st_size / 1e9:.2f} GB, "
           f"snapshot {snap.stat().st_size / 1e6:.0f} MB")
-    print(f"V8 writeHeapSnapshot():              {snap_s:7.2f} s, CPU {snap_cpu:6.2f} s")
-    print(heap_size(sj))
+    for line in v8_lines(v8):
+        print(line)
     if not args.no_devtools:
         dt, cpu, rss, p = timed([str(node), "--max-old-space-size=16384", str(TOOL), str(DEVTOOLS),
                             str(TYPESCRIPT), str(CACHE / "devtools-build" / "1.0.1705227"), str(snap),
@@ -128,13 +178,23 @@ def main() -> None:
         print(f"DevTools loads it (retained sizes):  {dt:7.2f} s, CPU {cpu:6.2f} s, "
               f"peak RSS {rss / 1024:.0f} MB"
               + ("" if p.returncode == 0 else f" (failed: {p.stderr.strip()[-200:]})"))
-    dt, cpu, rss, p = timed([sys.executable, "-m", "v8dbg", "findjsobjects", "--retained", "--sort",
-                        "retained", "--json", "--core", str(core), "--binary", str(node)], cwd=ROOT,
-                            env=installed_env())
-    doc = json.loads(next(line for line in p.stdout.splitlines() if line.startswith("{")))
-    top = ", ".join(f"{g['constructor']} {g['retained']}" for g in doc["groups"][:3])
-    print(f"v8dbg findjsobjects --retained:      {dt:7.2f} s, CPU {cpu:6.2f} s, "
-          f"peak RSS {rss / 1024:.0f} MB ({top})")
+    env = installed_env()
+    got = []
+    for _ in range(max(args.runs, 1)):
+        dt, cpu, rss, p = timed([sys.executable, "-m", "v8dbg", "findjsobjects", "--retained",
+                                 "--sort", "retained", "--json", "--core", str(core),
+                                 "--binary", str(node)], cwd=ROOT, env=env)
+        if p.returncode != 0:
+            sys.exit(f"bench: findjsobjects --retained failed: {p.stdout[-500:]}{p.stderr[-500:]}")
+        doc = json.loads(next(line for line in p.stdout.splitlines() if line.startswith("{")))
+        top = ", ".join(f"{g['constructor']} {g['retained']}" for g in doc["groups"][:3])
+        print(f"v8dbg findjsobjects --retained:      {dt:7.2f} s, CPU {cpu:6.2f} s, "
+              f"peak RSS {rss / 1024:.0f} MB ({top})")
+        got.append((dt, cpu, rss))
+    if len(got) > 1:
+        dt, cpu, rss = (statistics.median(x) for x in zip(*got))
+        print(f"v8dbg, median of {len(got)} runs:          {dt:7.2f} s, CPU {cpu:6.2f} s, "
+              f"peak RSS {rss / 1024:.0f} MB")
     code = ("import sys, time; sys.path.insert(0, %r)\n"
             "from v8dbg.inferior.corefile import CoreBackend\nfrom v8dbg.program import Program\n"
             "from v8dbg.heap import graph, retained\nfrom v8dbg.heap.isolates import choose\n"

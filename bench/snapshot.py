@@ -4,23 +4,26 @@ The heap is bench/retained.py's: one node process leaks COUNT sessions
 (Session, Record and the Record's array each) behind a Map and an array,
 times `v8.writeHeapSnapshot()` on itself (wall and CPU seconds, in the
 process: what a user would do instead, stopping the service meanwhile),
-then aborts. The core is kept under .cache/bench/snapshot-VERSION-COUNT and
-reused (--fresh makes it again). On the core, `v8dbg jsheapsnapshot -o` is
-timed in the CLI, with its peak RSS, beside the node process's peak RSS
-(its heap and V8's writer together) and both files' sizes.
+then aborts. It does so in V8_RUNS fresh node processes (default 3), each
+making the same heap; the last one's core is kept under
+.cache/bench/snapshot-VERSION-COUNT and reused, with every run's figures
+(--fresh makes them again). On the core, `v8dbg jsheapsnapshot -o` is
+timed in the CLI, with its peak RSS, beside the node processes' peak RSS
+(a heap and V8's writer together) and both files' sizes.
 
 v8dbg runs as an installed package does (its bytecode compiled first), RUNS
-times on the same core (default 3): each run's figures and their medians.
+times on the same core (default 3). Each side's runs are shown, then their
+medians: one V8 run alone said little, its time varying by half from one
+process to the next on this machine.
 
 Usage: python3 bench/snapshot.py [--version 24.21.0] [--count 400000] [--fresh] [--runs 3]
+                                 [--v8-runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import shutil
 import statistics
 import sys
@@ -29,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
-from retained import SCRIPT, heap_size, installed_env, timed  # noqa: E402
+from retained import installed_env, timed, v8_lines, v8_writes  # noqa: E402
 from support import CACHE, node_binary  # noqa: E402
 
 
@@ -39,6 +42,8 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=400000)
     ap.add_argument("--fresh", action="store_true", help="make the core again")
     ap.add_argument("--runs", type=int, default=3, help="v8dbg runs on the core (medians shown)")
+    ap.add_argument("--v8-runs", type=int, default=3,
+                    help="fresh node processes timing V8's writer, with --fresh or a first run")
     args = ap.parse_args()
     node = node_binary(args.version)
     work = CACHE / "bench" / f"snapshot-{args.version}-{args.count}"
@@ -47,29 +52,17 @@ def main() -> None:
         if work.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True)
-        (work / "bench.js").write_text(SCRIPT.replace("COUNT", str(args.count)))
-
-        def limits() -> None:
-            resource.setrlimit(resource.RLIMIT_CORE,
-                               (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-
-        _, _, rss, _ = timed([str(node), "--max-old-space-size=8192", "bench.js"], cwd=work,
-                             preexec_fn=limits, env=dict(os.environ, V8DBG_OUT=str(work)))
-        if not core.exists():
-            cands = sorted(work.glob("core*"))
-            if not cands:
-                sys.exit("bench: no core written (ulimit -c, kernel.core_pattern)")
-            cands[0].rename(core)
-        (work / "node-rss.txt").write_text(str(rss))
+        (work / "v8-runs.json").write_text(json.dumps(v8_writes(node, work, args.count,
+                                                                args.v8_runs)))
         (work / "done").write_text("ok")
-    sj = json.loads((work / "snapshot.json").read_text())
-    node_rss = int((work / "node-rss.txt").read_text())
+    if not (work / "v8-runs.json").exists():
+        sys.exit("bench: this core was made by an older bench/snapshot.py: --fresh")
+    v8 = json.loads((work / "v8-runs.json").read_text())
     snap = work / "bench.heapsnapshot"
     print(f"node {args.version}, {args.count} sessions: core {core.stat().st_size / 1e9:.2f} GB, "
           f"V8's snapshot {snap.stat().st_size / 1e6:.0f} MB")
-    print(f"V8 writeHeapSnapshot() in the process: {sj['seconds']:7.2f} s, CPU {sj['cpu']:6.2f} s, "
-          f"the process's peak RSS {node_rss / 1024:.0f} MB")
-    print(heap_size(sj))
+    for line in v8_lines(v8):
+        print(line)
     out = work / "v8dbg.heapsnapshot"
     env = installed_env()
     got = []

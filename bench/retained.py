@@ -150,6 +150,15 @@ def v8_lines(runs: list[dict]) -> list[str]:
     return lines
 
 
+def median_line(got: list[tuple[float, float, int]]) -> str | None:
+    """The medians of v8dbg's runs (wall s, CPU s, peak RSS kB), where more than one."""
+    if len(got) < 2:
+        return None
+    dt, cpu, rss = (statistics.median(x) for x in zip(*got))
+    return (f"v8dbg, median of {len(got)} runs:          {dt:7.2f} s, CPU {cpu:6.2f} s, "
+            f"peak RSS {rss / 1024:.0f} MB")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--version", default="24.21.0")
@@ -191,10 +200,8 @@ def main() -> None:
         print(f"v8dbg findjsobjects --retained:      {dt:7.2f} s, CPU {cpu:6.2f} s, "
               f"peak RSS {rss / 1024:.0f} MB ({top})")
         got.append((dt, cpu, rss))
-    if len(got) > 1:
-        dt, cpu, rss = (statistics.median(x) for x in zip(*got))
-        print(f"v8dbg, median of {len(got)} runs:          {dt:7.2f} s, CPU {cpu:6.2f} s, "
-              f"peak RSS {rss / 1024:.0f} MB")
+    if median_line(got):
+        print(median_line(got))
     code = ("import sys, time; sys.path.insert(0, %r)\n"
             "from v8dbg.inferior.corefile import CoreBackend\nfrom v8dbg.program import Program\n"
             "from v8dbg.heap import graph, retained\nfrom v8dbg.heap.isolates import choose\n"

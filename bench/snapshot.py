@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
-from retained import installed_env, timed, v8_lines, v8_writes  # noqa: E402
+from retained import installed_env, median_line, timed, v8_lines, v8_writes  # noqa: E402
 from support import CACHE, node_binary  # noqa: E402
 
 
@@ -79,10 +78,8 @@ def main() -> None:
         print(f"v8dbg jsheapsnapshot from the core:    {dt:7.2f} s, CPU {cpu:6.2f} s, "
               f"peak RSS {rss / 1024:.0f} MB, file {out.stat().st_size / 1e6:.0f} MB ({said})")
         got.append((dt, cpu, rss))
-    if len(got) > 1:
-        dt, cpu, rss = (statistics.median(x) for x in zip(*got))
-        print(f"v8dbg, median of {len(got)} runs:          {dt:7.2f} s, CPU {cpu:6.2f} s, "
-              f"peak RSS {rss / 1024:.0f} MB")
+    if median_line(got):
+        print(median_line(got))
 
 
 if __name__ == "__main__":

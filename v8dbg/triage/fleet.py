@@ -11,9 +11,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 
 from ..errors import V8DbgError
 from .crash import CoreCrash, CoreProblem, crash_of
@@ -84,6 +82,10 @@ def run_local(cores: list[str], binary_dirs: tuple[str, ...], workers: int) -> I
         for c in cores:
             yield crash_of(c, binary_dirs)
         return
+    # (Imported here: the pool's modules cost every other command's start-up
+    # some 10 ms.)
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
     with ProcessPoolExecutor(max_workers=min(workers, len(cores)),
                              mp_context=get_context("fork"),
                              initializer=_ignore_interrupt) as pool:

@@ -10,12 +10,14 @@ both are timed. On the core, v8dbg's `findjsobjects --retained` (census,
 heap graph, dominator tree, the rows' retained sizes) is timed in the CLI,
 with the peak RSS of each process, and the dominator tree alone.
 
-Both sides are timed alike, in fresh processes, --v8-runs and --runs times
-(3 each by default: each run's figures, then their medians): V8's writer in
-as many node processes, each making the same heap (the last one's core is
-the one v8dbg reads; the others exit once written); v8dbg on that core.
-One V8 run alone said little: its time varied by half from one process to
-the next on this machine.
+Both sides run in fresh processes, --v8-runs and --runs times (3 each by
+default: each run's figures, then their medians): V8's writer in as many
+node processes, each making a heap of the same program (the last one's
+core is the one v8dbg reads; the others exit once written); v8dbg on that
+core. (V8's CPU is counted around its writer's call alone; v8dbg's, its
+whole process: Python's start-up and reading the core included.) One V8
+run alone said little: on one earlier day its CPU ranged from 4.2 to 6.5 s
+on the same kind of heap.
 
 Usage: python3 bench/retained.py [--version 24.21.0] [--count 400000] [--no-devtools]
                                  [--runs 3] [--v8-runs 3]
@@ -119,10 +121,14 @@ def v8_writes(node: Path, work: Path, count: int, runs: int) -> list[dict]:
         out = work if last else work / f"v8-run-{k + 1}"
         out.mkdir(exist_ok=True)
         env = dict(os.environ, V8DBG_OUT=str(out))
+        env.pop("V8DBG_NO_CORE", None)
         if not last:
             env["V8DBG_NO_CORE"] = "1"
-        _, _, rss, _ = timed([str(node), "--max-old-space-size=8192", str(script)], cwd=out,
+        _, _, rss, p = timed([str(node), "--max-old-space-size=8192", str(script)], cwd=out,
                              preexec_fn=limits, env=env)
+        if not (out / "snapshot.json").exists() or (not last and p.returncode != 0):
+            sys.exit(f"bench: node run {k + 1} of {runs} wrote no snapshot (exit {p.returncode}): "
+                     f"{p.stderr.strip()[-500:]}")
         sj = json.loads((out / "snapshot.json").read_text())
         sj["rss"] = rss
         sj["bytes"] = (out / "bench.heapsnapshot").stat().st_size

@@ -5,7 +5,7 @@ The heap is bench/retained.py's: one node process leaks COUNT sessions
 times `v8.writeHeapSnapshot()` on itself (wall and CPU seconds, in the
 process: what a user would do instead, stopping the service meanwhile),
 then aborts. It does so in V8_RUNS fresh node processes (default 3), each
-making the same heap; the last one's core is kept under
+making a heap of the same program; the last one's core is kept under
 .cache/bench/snapshot-VERSION-COUNT and reused, with every run's figures
 (--fresh makes them again). On the core, `v8dbg jsheapsnapshot -o` is
 timed in the CLI, with its peak RSS, beside the node processes' peak RSS
@@ -13,8 +13,8 @@ timed in the CLI, with its peak RSS, beside the node processes' peak RSS
 
 v8dbg runs as an installed package does (its bytecode compiled first), RUNS
 times on the same core (default 3). Each side's runs are shown, then their
-medians: one V8 run alone said little, its time varying by half from one
-process to the next on this machine.
+medians: one V8 run alone said little (on one earlier day its CPU ranged
+from 4.2 to 6.5 s on the same kind of heap).
 
 Usage: python3 bench/snapshot.py [--version 24.21.0] [--count 400000] [--fresh] [--runs 3]
                                  [--v8-runs 3]
